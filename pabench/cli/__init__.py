@@ -1,0 +1,25 @@
+"""The `pabench` command: thin Typer wrappers over library calls, one sub-app per concept."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from pabench.cli.datasets import app as datasets_app
+from pabench.errors import PabenchError
+
+app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
+app.add_typer(datasets_app, name="datasets")
+
+err = Console(stderr=True)
+
+
+def main() -> None:
+    """Console entry point: a PabenchError becomes one line on stderr and exit status 2."""
+    try:
+        app()
+    except PabenchError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        sys.exit(2)

@@ -1,0 +1,1 @@
+"""Datasets: the pa-synth generator, real builders, the Hub folder layout and the loader."""

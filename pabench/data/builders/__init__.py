@@ -1,0 +1,1 @@
+"""Builders for real datasets; each module registers its DatasetSpec on import."""

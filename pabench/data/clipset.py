@@ -1,0 +1,142 @@
+"""ClipSet: decoded uint8 videos + labels, loaded once and cached by content fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from pabench.data.hub import decode_video, read_meta, split_fingerprint
+from pabench.errors import PabenchError
+
+
+def pabench_home() -> Path:
+    return Path(os.environ.get("PABENCH_HOME", Path.home() / ".cache" / "pabench"))
+
+
+@dataclass
+class ClipSet:
+    """A split in memory. `videos` is uint8 [N, T, H, W, 3]; labels are aligned with it."""
+
+    name: str
+    split: str
+    videos: np.ndarray
+    video_ids: list[str]
+    fingerprint: str
+    action: np.ndarray | None = None  # int64 [N]
+    action_classes: tuple[str, ...] = ()
+    attributes: np.ndarray | None = None  # float32 [N, A] in {0, 1}
+    attribute_names: tuple[str, ...] = ()
+    frame_attributes: np.ndarray | None = None  # float32 [N, T, A]
+
+    def __len__(self) -> int:
+        return len(self.videos)
+
+    def with_videos(self, videos: np.ndarray, tag: str) -> ClipSet:
+        """Same labels, other pixels (an anonymized copy); the fingerprint records the change."""
+        if videos.shape[0] != len(self):
+            raise PabenchError(f"{self.name}/{self.split}: expected {len(self)} videos")
+        fp = hashlib.sha256(f"{self.fingerprint}:{tag}".encode()).hexdigest()
+        return ClipSet(
+            self.name, self.split, videos, self.video_ids, fp, self.action, self.action_classes,
+            self.attributes, self.attribute_names, self.frame_attributes,
+        )
+
+
+def _resample(video: np.ndarray, frames: int | None, size: int | None) -> np.ndarray:
+    """Uniform temporal resampling and a centre-cropped square resize (real video only)."""
+    if frames is not None and video.shape[0] != frames:
+        idx = np.linspace(0, video.shape[0] - 1, frames).round().astype(int)
+        video = video[idx]
+    if size is not None and video.shape[1:3] != (size, size):
+        h, w = video.shape[1:3]
+        m = min(h, w)
+        top, left = (h - m) // 2, (w - m) // 2
+        t = torch.from_numpy(video[:, top : top + m, left : left + m]).permute(0, 3, 1, 2)
+        t = F.interpolate(t.float(), size=(size, size), mode="bilinear", antialias=True)
+        video = t.round().clamp(0, 255).byte().permute(0, 2, 3, 1).numpy()
+    return video
+
+
+def load_clipset(
+    root: Path, split: str, *, frames: int | None = None, size: int | None = None,
+    cache_dir: Path | None = None, workers: int = 2,
+) -> ClipSet:
+    """Load a split of a built dataset folder, decoding videos once into a verified cache."""
+    root = Path(root)
+    meta = read_meta(root)
+    if split not in meta.splits:
+        raise PabenchError(f"{root}: no split '{split}' (has: {', '.join(meta.splits)})")
+    fingerprint = split_fingerprint(root, split)
+    table = pd.read_parquet(root / "data" / f"{split}.parquet")
+    key = hashlib.sha256(f"{fingerprint}:{frames}:{size}".encode()).hexdigest()[:24]
+    cache_dir = Path(cache_dir or pabench_home() / "cache" / "decoded")
+    cached = cache_dir / f"{meta.name}-{split}-{key}.npy"
+    videos = _read_cache(cached)
+    if videos is None:
+        paths = [root / p for p in table["video"]]
+
+        def one(path: Path) -> np.ndarray:
+            return _resample(decode_video(path), frames, size)
+
+        with ThreadPoolExecutor(workers) as pool:
+            decoded = list(pool.map(one, paths))
+        shapes = {v.shape for v in decoded}
+        if len(shapes) != 1:
+            raise PabenchError(
+                f"{root}/{split}: videos differ in shape {sorted(shapes)[:3]}; "
+                "pass frames= and size= to resample"
+            )
+        videos = np.stack(decoded)
+        _write_cache(cached, videos)
+    n = len(table)
+    action = table["action"].to_numpy(np.int64) if meta.action_classes else None
+    attrs = frame_attrs = None
+    if meta.attributes:
+        attrs = table[meta.attributes].to_numpy(np.float32).reshape(n, -1)
+        if meta.frame_attributes:
+            per = [np.stack([np.asarray(v, np.float32) for v in table[f"frames_{a}"]])
+                   for a in meta.attributes]
+            frame_attrs = np.stack(per, axis=-1)
+    return ClipSet(
+        name=meta.name, split=split, videos=videos, video_ids=list(table["video_id"]),
+        fingerprint=fingerprint, action=action, action_classes=tuple(meta.action_classes),
+        attributes=attrs, attribute_names=tuple(meta.attributes), frame_attributes=frame_attrs,
+    )
+
+
+def _read_cache(path: Path) -> np.ndarray | None:
+    """Return the cached array only if its recorded content hash still matches."""
+    sidecar = path.with_suffix(".json")
+    if not (path.is_file() and sidecar.is_file()):
+        return None
+    try:
+        expected = json.loads(sidecar.read_text())["sha256"]
+        data = path.read_bytes()
+    except (OSError, ValueError, KeyError):
+        return None
+    if hashlib.sha256(data).hexdigest() != expected:
+        return None  # corrupted or truncated: rebuild rather than trust it
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError:
+        return None
+
+
+def _write_cache(path: Path, videos: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
+    with os.fdopen(fd, "wb") as f:
+        np.save(f, videos, allow_pickle=False)
+    digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
+    os.replace(tmp, path)
+    path.with_suffix(".json").write_text(json.dumps({"sha256": digest, "shape": videos.shape}))

@@ -1,0 +1,63 @@
+"""The dataset registry: every name `pabench datasets build` and the protocols accept."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from pabench.data.synth import SYNTH_DATASETS
+from pabench.registry import Registry
+
+
+class BuildReport(BaseModel):
+    """What a build wrote and what it had to leave out (never a silent drop)."""
+
+    dataset: str
+    out: str
+    videos: dict[str, int] = Field(default_factory=dict)  # split -> rows written
+    skipped: list[dict[str, str]] = Field(default_factory=list)  # {path, reason}
+    malformed: list[dict[str, str]] = Field(default_factory=list)  # {file, key, problem}
+
+
+# A real builder: (source, out, embed_media, progress) -> BuildReport
+Builder = Callable[..., BuildReport]
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    name: str
+    description: str
+    role: str  # which protocol role the dataset plays
+    license: str
+    synthetic: bool
+    builder: Builder | None = None
+    configs: tuple[str, ...] = field(default=())
+
+
+DATASETS: Registry[DatasetSpec] = Registry("dataset")
+BENCHMARKS = {"pa-synth": tuple(SYNTH_DATASETS)}
+
+_SYNTH_ROLES = {
+    "synth-action": ("action train/test (like UCF101 / HMDB51)", "known actions"),
+    "synth-privacy": ("privacy train/test (like VISPR1)", "known attributes"),
+    "synth-pa": ("test only, actions + per-frame privacy labels (like PA-HMDB51)", "both"),
+    "synth-action-novel": ("action train/test with novel classes (like HMDB51 after UCF101)",
+                           "novel actions"),
+    "synth-privacy-novel": ("privacy train/test with novel attributes (like VISPR2), plus "
+                            "scene/object labels (like P-HVU)", "novel attributes"),
+}
+for _name, (_role, _what) in _SYNTH_ROLES.items():
+    DATASETS.add(_name, DatasetSpec(_name, f"pa-synth: {_what}", _role, "mit", True))
+
+
+def dataset_folder(data_dir: Path, name: str) -> Path:
+    DATASETS.get(name)  # validates the name
+    return Path(data_dir) / name
+
+
+def register_real_builders() -> None:
+    """Import the real-dataset builders so they add themselves (kept lazy: heavy imports)."""
+    import pabench.data.builders  # noqa: F401
