@@ -1,0 +1,1 @@
+"""Reference baselines from the papers: downsampling and obfuscation (registered on import)."""
