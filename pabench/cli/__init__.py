@@ -8,10 +8,12 @@ import typer
 from rich.console import Console
 
 from pabench.cli.datasets import app as datasets_app
+from pabench.cli.leaderboard import app as leaderboard_app
 from pabench.errors import PabenchError
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(datasets_app, name="datasets")
+app.add_typer(leaderboard_app, name="leaderboard")
 
 err = Console(stderr=True)
 

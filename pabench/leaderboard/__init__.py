@@ -1,0 +1,10 @@
+"""The public leaderboard: verified records and reported paper numbers rendered to a static site."""
+
+from pabench.leaderboard.reported import import_reported, load_reported
+from pabench.leaderboard.site import build_site, make_server
+from pabench.leaderboard.tables import build_tables, load_records, pareto_flags
+
+__all__ = [
+    "build_site", "build_tables", "import_reported", "load_records", "load_reported",
+    "make_server", "pareto_flags",
+]
