@@ -1,0 +1,238 @@
+"""The submission door: format sniffing, refusal of pickles and bad files, and every check."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pickle
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from pabench.anonymizers import Identity
+from pabench.errors import PabenchError
+from pabench.submission import (
+    Budgets,
+    export_submission,
+    from_module,
+    load_submission,
+    validate,
+)
+
+
+class SmallConv(torch.nn.Module):
+    """A conv anonymizer with a known parameter count: 3*3*3*3*3 + 3 = 246."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.conv(x))
+
+
+class Nan(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * float("nan")
+
+
+class WrongShape(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, :, ::2]
+
+
+class OutOfRange(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2.0
+
+
+class Noisy(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x + 0.01 * torch.rand_like(x)).clamp(0, 1)
+
+
+class BatchMean(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x - x.mean(dim=0, keepdim=True) + 0.5).clamp(0, 1)
+
+
+class Marker:
+    """A pickle whose loading would create a file: the proof that nothing is unpickled."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+
+    def __reduce__(self) -> tuple:
+        return (os.mkdir, (str(self.target),))
+
+
+@pytest.fixture(scope="module")
+def conv_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("conv")
+    torch.manual_seed(0)
+    module = SmallConv()
+    return {
+        fmt: export_submission(module, out / f"conv-{fmt}.pt2", frames=4, size=16, fmt=fmt)
+        for fmt in ("torch.export", "torchscript")
+    }
+
+
+@pytest.mark.parametrize("fmt", ["torch.export", "torchscript"])
+def test_conv_loads_and_runs_at_another_size(conv_files: dict[str, Path], fmt: str) -> None:
+    sub = load_submission(conv_files[fmt])
+    assert sub.format == fmt and sub.name == f"conv-{fmt}" and len(sub.sha256) == 64
+    y = sub.module(torch.rand(3, 3, 6, 24, 40))
+    assert y.shape == (3, 3, 6, 24, 40)
+    report = validate(sub, frames=8, size=32)
+    assert report.params == 246
+    assert report.flops is not None and report.flops > 0
+    assert report.peak_memory_mb is not None and report.peak_memory_mb > 0
+    assert {"shape", "finite", "range", "deterministic", "batch_independent"} <= set(report.checks)
+
+
+def test_identity_export_at_another_size(tmp_path: Path) -> None:
+    sub = load_submission(export_submission(Identity(), tmp_path / "id.pt2", frames=4, size=16))
+    x = torch.rand(1, 3, 5, 48, 64)
+    assert torch.equal(sub.module(x), x)
+    assert validate(sub, frames=8, size=24).flops == 0
+
+
+def test_extension_lies(conv_files: dict[str, Path], tmp_path: Path) -> None:
+    ts_as_pt2 = shutil.copy(conv_files["torchscript"], tmp_path / "model.pt2")
+    pt2_as_pt = shutil.copy(conv_files["torch.export"], tmp_path / "model.pt")
+    assert load_submission(Path(ts_as_pt2)).format == "torchscript"
+    assert load_submission(Path(pt2_as_pt)).format == "torch.export"
+
+
+def test_static_export_refused_with_both_specs(tmp_path: Path) -> None:
+    path = tmp_path / "static.pt2"
+    torch.export.save(torch.export.export(SmallConv(), (torch.rand(2, 3, 4, 16, 16),)), path)
+    sub = load_submission(path)
+    with pytest.raises(PabenchError) as err:
+        validate(sub, frames=8, size=32)
+    msg = str(err.value)
+    assert "\n" not in msg and "input_spec" in msg
+    assert "[2, 3, 4, 16, 16]" in msg and "[2, 3, 8, 32, 32]" in msg and "dynamic_shapes" in msg
+
+
+def test_torch_save_and_pickles_refused_without_unpickling(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    saved = tmp_path / "saved.pt2"
+    torch.save({"model": SmallConv(), "evil": Marker(marker)}, saved)
+    raw = tmp_path / "raw.pt2"
+    raw.write_bytes(pickle.dumps(Marker(marker)))
+    for path in (saved, raw):
+        with pytest.raises(PabenchError, match="torch.export") as err:
+            load_submission(path)
+        assert str(path) in str(err.value) and "\n" not in str(err.value)
+    assert not marker.exists()
+
+
+def test_pickled_payload_inside_pt2_refused(conv_files: dict[str, Path], tmp_path: Path) -> None:
+    """A .pt2 whose weight config asks for pickle loading must be refused before torch sees it."""
+    src = zipfile.ZipFile(conv_files["torch.export"])
+    evil = tmp_path / "evil.pt2"
+    with zipfile.ZipFile(evil, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("_weights_config.json"):
+                cfg = json.loads(data)
+                for payload in cfg["config"].values():
+                    payload["use_pickle"] = True
+                data = json.dumps(cfg).encode()
+            dst.writestr(info.filename, data)
+    with pytest.raises(PabenchError, match="pickled object"):
+        load_submission(evil)
+
+
+def test_file_level_errors(conv_files: dict[str, Path], tmp_path: Path) -> None:
+    truncated = tmp_path / "cut.pt2"
+    truncated.write_bytes(conv_files["torch.export"].read_bytes()[:300])
+    text = tmp_path / "notes.pt2"
+    text.write_text("not a model")
+    other = tmp_path / "other.pt2"
+    with zipfile.ZipFile(other, "w") as zf:
+        zf.writestr("x/readme.txt", "hi")
+    for path, words in [(tmp_path / "missing.pt2", "not found"), (truncated, "zip"),
+                        (text, "zip"), (other, "unknown archive")]:
+        with pytest.raises(PabenchError, match=words) as err:
+            load_submission(path)
+        assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(("module", "check"), [
+    (Nan(), "finite"), (WrongShape(), "shape"), (OutOfRange(), "range"),
+    (Noisy(), "deterministic"), (BatchMean(), "batch_independent"),
+])
+def test_bad_models_refused_with_check_named(module: torch.nn.Module, check: str) -> None:
+    with pytest.raises(PabenchError, match=f"check '{check}'") as err:
+        validate(from_module("bad", module), frames=4, size=16)
+    assert "\n" not in str(err.value) and "[2, 3, 4, 16, 16]" in str(err.value)
+
+
+def test_range_tolerance_and_time_budget() -> None:
+    slightly = from_module("slightly", OutOfRange())
+    with pytest.raises(PabenchError, match="check 'time_budget'"):
+        validate(from_module("conv", SmallConv()), frames=4, size=16,
+                 budgets=Budgets(max_seconds_per_clip=0.0))
+    with pytest.raises(PabenchError, match="check 'range'"):
+        validate(slightly, frames=4, size=16, budgets=Budgets(range_tolerance=0.5))
+    assert "range" in validate(slightly, frames=4, size=16,
+                               budgets=Budgets(range_tolerance=1.5)).checks
+
+
+def test_from_module_hash_stable_and_weight_sensitive() -> None:
+    torch.manual_seed(0)
+    a = SmallConv()
+    b = SmallConv()
+    b.load_state_dict(a.state_dict())
+    assert from_module("a", a).sha256 == from_module("b", b).sha256
+    with torch.no_grad():
+        b.conv.bias += 1
+    assert from_module("a", a).sha256 != from_module("b", b).sha256
+    assert from_module("a", a).format == "baseline"
+
+
+def test_sidecar_meta(conv_files: dict[str, Path], tmp_path: Path) -> None:
+    path = Path(shutil.copy(conv_files["torch.export"], tmp_path / "blur.pt2"))
+    meta = {"name": "Blur", "authors": ["A. B."], "licence": "MIT",
+            "training_data": {"datasets": ["ucf101"], "action_classes": ["run"]}}
+    path.with_suffix(".json").write_text(json.dumps(meta))
+    sub = load_submission(path)
+    assert sub.name == "Blur" and sub.meta.training_data.datasets == ["ucf101"]
+    bad = tmp_path / "bad.json"
+    for text in ("{not json", json.dumps({"authors": "A. B."}), json.dumps({"licnse": "MIT"})):
+        bad.write_text(text)
+        with pytest.raises(PabenchError) as err:
+            load_submission(path, meta_path=bad)
+        assert str(bad) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_state_dict_only_zip_is_not_torchscript(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    torch.save(SmallConv().state_dict(), buf)
+    path = tmp_path / "weights.ts"
+    path.write_bytes(buf.getvalue())
+    with pytest.raises(PabenchError, match="torch.save pickle"):
+        load_submission(path)
+
+
+def test_code_in_shape_expression_refused(conv_files: dict[str, Path], tmp_path: Path) -> None:
+    """The deserializer eval()s shape expressions; one that is more than sympy is refused."""
+    marker = tmp_path / "pwned"
+    src = zipfile.ZipFile(conv_files["torch.export"])
+    evil = tmp_path / "evil.pt2"
+    payload = f"__import__('os').mkdir('{marker}') or Symbol("
+    with zipfile.ZipFile(evil, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if "/models/" in info.filename:
+                data = data.replace(b'"expr_str": "Symbol(', f'"expr_str": "{payload}'.encode())
+            dst.writestr(info.filename, data)
+    with pytest.raises(PabenchError, match="refused shape expression"):
+        load_submission(evil)
+    assert not marker.exists()
