@@ -21,7 +21,10 @@ Contract (quoted by the README):
   classes, attributes), used to check eligibility for the novel protocol.
 
 ``validate`` then checks the behaviour on the protocol's clip shape; every failure is a
-``PabenchError`` with one line naming the check.
+``PabenchError`` with one line naming the check. It measures seconds per clip (best of two
+batch calls / batch), peak memory of a one-clip call (CUDA: allocator peak over the baseline;
+CPU: peak bytes of live tensors the call creates), parameters and FLOPs of one clip
+(``FlopCounterMode``; None when it cannot count).
 """
 
 from __future__ import annotations
