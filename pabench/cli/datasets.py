@@ -1,9 +1,10 @@
-"""`pabench datasets list|info|build`."""
+"""`pabench datasets list|info|build|push`."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -45,12 +46,20 @@ def info(name: str) -> None:
 
 @app.command()
 def build(
-    name: str = typer.Argument(..., help="pa-synth, a synth-* dataset, or a real dataset"),
-    out: Path = typer.Option(Path("data"), help="Output folder"),
-    preset: str = typer.Option("standard", help="pa-synth preset: tiny or standard"),
-    seed: int = typer.Option(0, help="pa-synth seed"),
-    source: Path | None = typer.Option(None, help="Real datasets: the downloaded originals"),
-    embed_media: bool = typer.Option(False, help="Real datasets: embed video bytes in parquet"),
+    name: Annotated[str, typer.Argument(help="pa-synth, a synth-* dataset, or a real dataset")],
+    out: Annotated[Path, typer.Option(help="Output folder")] = Path("data"),
+    preset: Annotated[str, typer.Option(help="pa-synth preset: tiny or standard")] = "standard",
+    seed: Annotated[int, typer.Option(help="pa-synth seed")] = 0,
+    source: Annotated[
+        Path | None, typer.Option(help="Real datasets: the downloaded originals")
+    ] = None,
+    embed_media: Annotated[
+        bool, typer.Option(help="Real datasets: embed video bytes in parquet")
+    ] = False,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", help="Real datasets: builder option KEY=VALUE (see info)"),
+    ] = None,
 ) -> None:
     """Build a dataset into a Hub-ready folder (README card, parquet, media)."""
     from pabench.data.synth import SYNTH_DATASETS, build_synth
@@ -72,10 +81,47 @@ def build(
         raise PabenchError(f"dataset '{name}' has no builder")
     if source is None:
         raise PabenchError(f"dataset '{name}' is built from your copy of it: pass --source DIR")
+    options = dict(_key_value(o) for o in option or [])
     with progress_bar() as bar:
-        report = spec.builder(source, out / name, embed_media=embed_media, progress=bar)
+        try:
+            report = spec.builder(source, out / name, embed_media=embed_media, progress=bar,
+                                  **options)
+        except TypeError as e:
+            if options and "unexpected keyword argument" in str(e):
+                raise PabenchError(f"dataset '{name}' takes no option among "
+                                   f"{', '.join(options)} (see `pabench datasets info {name}`)"
+                                   ) from None
+            raise
     report_path = out / name / "build_report.json"
     report_path.write_text(report.model_dump_json(indent=2) + "\n")
     console.print(f"built {name}: {report.videos} -> {out / name}; "
                   f"{len(report.skipped)} skipped, {len(report.malformed)} malformed "
                   f"(see {report_path})")
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise PabenchError(f"--option expects KEY=VALUE, got '{text}'")
+    return key.replace("-", "_"), value
+
+
+@app.command()
+def push(
+    name: Annotated[str, typer.Argument(help="A built dataset (its folder is DATA_DIR/NAME)")],
+    repo_id: Annotated[str, typer.Option(help="Hub dataset repository, ORG/NAME")],
+    data_dir: Annotated[
+        Path, typer.Option(help="The folder you built into (build's --out)")
+    ] = Path("data"),
+    private: Annotated[bool, typer.Option(help="Create the repository as private")] = False,
+    revision: Annotated[
+        str | None, typer.Option(help="Branch to commit to (created if needed)")
+    ] = None,
+) -> None:
+    """Upload a built dataset folder to the Hugging Face Hub (token: HF_TOKEN or hf login)."""
+    from pabench.data.push import files_to_push, push_dataset
+
+    folder = data_dir / name
+    n = len(files_to_push(folder))
+    url = push_dataset(folder, repo_id, private=private, revision=revision)
+    console.print(f"pushed {name}: {n} files -> {url}")

@@ -1,1 +1,11 @@
 """Builders for real datasets; each module registers its DatasetSpec on import."""
+
+from pabench.data.builders import (  # noqa: F401
+    hmdb51,
+    hmdb51_minus_pa,
+    p_hvu,
+    pa_hmdb51,
+    stprivacy,
+    ucf101,
+    vispr,
+)

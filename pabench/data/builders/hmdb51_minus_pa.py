@@ -1,0 +1,49 @@
+"""HMDB51 split 1 whose training set leaves out every PA-HMDB51 video.
+
+Action models that are later tested on PA-HMDB51 must not have trained on its videos, so this
+is HMDB51 split 1 with those videos removed from `train` (`test` is unchanged). Source layout:
+the HMDB51 layout plus the PA-HMDB51 annotations, `DIR/PrivacyAttributes/<class>.json`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pabench.data.builders.common import Progress, require
+from pabench.data.builders.hmdb51 import HMDB51_CARD, HMDB51_LAYOUT, build_hmdb51_split1
+from pabench.data.builders.pa_hmdb51 import ANNOTATION_DIR, PA_HMDB51_CITATION, read_annotations
+from pabench.data.hub import Card
+from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
+
+LAYOUT = f"{HMDB51_LAYOUT}, plus {ANNOTATION_DIR}/<class>.json (the PA-HMDB51 annotations)"
+
+
+def build(source: Path, out: Path, *, embed_media: bool = False,
+          progress: Progress = None) -> BuildReport:
+    """HMDB51 split 1 minus the PA-HMDB51 videos in train."""
+    require(Path(source), "hmdb51-minus-pa", ANNOTATION_DIR)
+    report = BuildReport(dataset="hmdb51-minus-pa", out=str(out))
+    excluded = set(read_annotations(Path(source), report))
+    card = Card(
+        pretty_name="HMDB51 minus PA-HMDB51 (split 1)",
+        summary=(
+            "HMDB51 split 1 with the PA-HMDB51 videos removed from the training set, for "
+            "training action models that are tested on PA-HMDB51."
+        ),
+        construction=(
+            f"Built by `pabench datasets build hmdb51-minus-pa` from {LAYOUT}. As `hmdb51`, "
+            "except that every video annotated in PA-HMDB51 is dropped from `train` (matched "
+            "on the name as the split lists spell it). `test` is the unchanged split-1 test set."
+        ),
+        **{**HMDB51_CARD, "citation": PA_HMDB51_CITATION},
+    )
+    return build_hmdb51_split1(source, out, name="hmdb51-minus-pa", card=card,
+                               exclude_train=excluded, embed_media=embed_media,
+                               progress=progress, report=report)
+
+
+DATASETS.add("hmdb51-minus-pa", DatasetSpec(
+    "hmdb51-minus-pa",
+    f"HMDB51 split 1 whose train set excludes the PA-HMDB51 videos. Expects {LAYOUT}.",
+    "action train for PA-HMDB51 tests", "cc-by-4.0", False, build,
+))
