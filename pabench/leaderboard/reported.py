@@ -183,3 +183,11 @@ def load_reported(folder: Path) -> list[ReportedGroup]:
             note=str(members[0]["note"]) if len(notes) == 1 else "", rows=members,
         ))
     return out
+
+
+def by_source(groups: list[ReportedGroup]) -> list[tuple[str, Citation, list[ReportedGroup]]]:
+    """Groups gathered per source paper, in the order the CSV first names each source."""
+    out: dict[str, list[ReportedGroup]] = {}
+    for g in groups:
+        out.setdefault(g.source, []).append(g)
+    return [(source, members[0].citation, members) for source, members in out.items()]

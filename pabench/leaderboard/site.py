@@ -19,7 +19,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pabench import __version__
 from pabench.errors import PabenchError
-from pabench.leaderboard.reported import ReportedGroup, load_reported
+from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
 from pabench.leaderboard.tables import Entry, Table, build_tables, load_records
 from pabench.protocols import PROTOCOLS
@@ -96,7 +96,7 @@ def _flatten(data: object, prefix: str = "") -> list[tuple[str, str]]:
         return [row for k, v in data.items() for row in _flatten(v, f"{prefix}{k}.")]
     if isinstance(data, list | tuple):
         return [(prefix.rstrip("."), ", ".join(str(x) for x in data) or "—")]
-    return [(prefix.rstrip("."), str(data))]
+    return [(prefix.rstrip("."), "—" if data is None else str(data))]
 
 
 def _copy_samples(entry: Entry, out: Path) -> list[str]:
@@ -137,6 +137,16 @@ def _attribute_rows(entry: Entry) -> list[dict[str, object]]:
             "excluded": attr in entry.m.excluded_attributes,
         })
     return rows
+
+
+def _credits(meta: dict) -> str:
+    """Authors and licence from free-form submission metadata, as one line."""
+    authors = meta.get("authors")
+    if isinstance(authors, list):
+        authors = ", ".join(str(a) for a in authors)
+    parts = [f"by {authors}" if authors else "", f"licence {meta['licence']}" if meta.get(
+        "licence") else ""]
+    return " · ".join(p for p in parts if p)
 
 
 def _prepare_out(out: Path) -> None:
@@ -193,6 +203,8 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
                 "entry.html.j2", f"entries/{e.slug}.html", table=t, entry=e,
                 samples=_copy_samples(e, out), attribute_rows=_attribute_rows(e),
                 training=e.record.submission.meta.get("training_data"),
+                credits=_credits(e.record.submission.meta),
+                paper_url=e.record.submission.meta.get("paper_url"),
             )
     for g in groups:
         meta = {"source": g.source, "citation": g.citation.model_dump(), "setting": g.setting}
@@ -206,9 +218,9 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
             tables=[t for t in tables if t.protocol == spec.id],
         )
     render("protocols.html.j2", "protocols.html", specs=specs, tables=tables)
-    render("reported.html.j2", "reported.html", groups=groups)
+    render("reported.html.j2", "reported.html", sources=by_source(groups))
     render(
-        "index.html.j2", "index.html", tables=tables, plots=plots, groups=groups,
+        "index.html.j2", "index.html", tables=tables, plots=plots, sources=by_source(groups),
         n_entries=sum(len(t.entries) for t in tables),
     )
     return BuildSummary(out, len(tables), sum(len(t.entries) for t in tables), len(groups))

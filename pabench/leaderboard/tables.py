@@ -173,5 +173,5 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
     return sorted(
         tables.values(),
         key=lambda t: (t.benchmark, t.preset, order.get(t.protocol, len(order)), t.protocol,
-                       -t.version),
+                       not t.current, -t.version),
     )
