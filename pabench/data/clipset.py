@@ -83,13 +83,15 @@ def load_clipset(
     cached = cache_dir / f"{meta.name}-{split}-{key}.npy"
     videos = _read_cache(cached)
     if videos is None:
-        paths = [root / p for p in table["video"]]
+        # --embed-media builds carry the bytes in `video_bytes`; `video` stays the key
+        sources = (list(table["video_bytes"]) if "video_bytes" in table
+                   else [root / p for p in table["video"]])
 
-        def one(path: Path) -> np.ndarray:
-            return _resample(decode_video(path), frames, size)
+        def one(source: Path | bytes) -> np.ndarray:
+            return _resample(decode_video(source), frames, size)
 
         with ThreadPoolExecutor(workers) as pool:
-            decoded = list(pool.map(one, paths))
+            decoded = list(pool.map(one, sources))
         shapes = {v.shape for v in decoded}
         if len(shapes) != 1:
             raise PabenchError(
@@ -104,7 +106,11 @@ def load_clipset(
     if meta.attributes:
         attrs = table[meta.attributes].to_numpy(np.float32).reshape(n, -1)
         if meta.frame_attributes:
-            per = [np.stack([np.asarray(v, np.float32) for v in table[f"frames_{a}"]])
+            # real per-frame labels have each video's own length: align them to the clip
+            t = videos.shape[1]
+            per = [np.stack([np.asarray(v, np.float32)[np.linspace(0, len(v) - 1, t).round()
+                                                       .astype(int)]
+                             for v in table[f"frames_{a}"]])
                    for a in meta.attributes]
             frame_attrs = np.stack(per, axis=-1)
     return ClipSet(

@@ -26,6 +26,7 @@ Progress = Callable[[str, int, int], None] | None
 
 # What a build owns inside its output folder; anything else there is left alone.
 _MANAGED = ("data", "videos", "README.md", "pabench.json", "build_report.json")
+_CHUNK = 64
 
 
 @dataclass
@@ -93,7 +94,8 @@ def _place(item: Item, out: Path, embed_media: bool) -> str | None:
         item.row["video_bytes"] = item.src.read_bytes()
     else:
         dest = out / item.row["video"]
-        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not dest.parent.is_dir():
+            dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(item.src, dest)
     return None
 
@@ -107,15 +109,20 @@ def write_dataset(
     items = list(items)
     stage = f"{meta.name}: media"
     rows: dict[str, list[dict]] = {split: [] for split in meta.splits}
+    # chunks keep per-task overhead small for many tiny files; threads overlap large copies
+    chunks = [items[k : k + _CHUNK] for k in range(0, len(items), _CHUNK)]
+    done = 0
     with ThreadPoolExecutor(workers) as pool:
-        reasons = pool.map(lambda it: _place(it, out, embed_media), items)
-        for k, (item, reason) in enumerate(zip(items, reasons, strict=True)):
-            if reason is None:
-                rows[item.split].append(item.row)
-            else:
-                report.skipped.append({"path": str(item.src), "reason": reason})
-            if progress and (k % 256 == 0 or k + 1 == len(items)):
-                progress(stage, k + 1, len(items))
+        placed = pool.map(lambda chunk: [_place(it, out, embed_media) for it in chunk], chunks)
+        for chunk, reasons in zip(chunks, placed, strict=True):
+            for item, reason in zip(chunk, reasons, strict=True):
+                if reason is None:
+                    rows[item.split].append(item.row)
+                else:
+                    report.skipped.append({"path": str(item.src), "reason": reason})
+            done += len(chunk)
+            if progress:
+                progress(stage, done, len(items))
     meta.splits = {split: len(r) for split, r in rows.items()}
     for split, split_rows in rows.items():
         write_split(out, split, pd.DataFrame(split_rows, columns=list(features)), features)

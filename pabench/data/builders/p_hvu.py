@@ -63,7 +63,7 @@ def _csv(source: Path, split: str) -> Path | None:
     return None
 
 
-def _clip_stems(row: pd.Series) -> list[str]:
+def _clip_stems(row: dict) -> list[str]:
     """The file stems a clip may have: times as in the CSV, or as six-digit integers."""
     vid, start, end = row["youtube_id"], row["time_start"], row["time_end"]
     stems = [f"{vid}_{start}_{end}"]
@@ -92,6 +92,7 @@ def read_split(path: Path, vocab: dict[str, list[str]], keep: dict[str, set[str]
         raise PabenchError(f"{path}: expected columns {','.join(COLUMNS)}, "
                            f"got {','.join(table.columns)}")
     category = {tag: col for col, tags in vocab.items() for tag in tags}
+    position = {tag: k for tags in vocab.values() for k, tag in enumerate(tags)}
     bad = (table[COLUMNS] == "").any(axis=1)
     for n in table.index[bad]:
         report.malformed.append({"file": str(path), "key": f"row {n + 2}",
@@ -101,7 +102,7 @@ def read_split(path: Path, vocab: dict[str, list[str]], keep: dict[str, set[str]
     for col in CATEGORIES:
         allowed = keep[col] if keep is not None else set(vocab[col])
         table[col] = tags.map(lambda ts, col=col, allowed=allowed: sorted(
-            {t for t in ts if category.get(t) == col and t in allowed}, key=vocab[col].index))
+            {t for t in ts if category.get(t) == col and t in allowed}, key=position.get))
     complete = table[list(CATEGORIES)].map(len).gt(0).all(axis=1)
     return table[complete].reset_index(drop=True)
 
@@ -155,15 +156,16 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
                 if "test" in tables else None)
         tables["train"] = read_split(csvs["train"], vocab, keep, report)
     clips = {p.stem: p for p in (source / CLIP_DIR).iterdir() if p.is_file()}
+    position = {col: {tag: k for k, tag in enumerate(vocab[col])} for col in CATEGORIES}
     items = []
     for split, table in tables.items():
-        for _, row in table.iterrows():
+        for row in table.to_dict("records"):
             stems = _clip_stems(row)
             expected = source / CLIP_DIR / f"{stems[0]}.mp4"
             src = next((clips[s] for s in stems if s in clips), expected)
             items.append(Item(split, src, {
                 "video_id": stems[0], "video": media_path(split, src.name),
-                **{col: [vocab[col].index(t) for t in row[col]] for col in CATEGORIES},
+                **{col: [position[col][t] for t in row[col]] for col in CATEGORIES},
             }))
     features = datasets.Features({
         **base_features(embed_media),

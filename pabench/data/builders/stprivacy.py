@@ -126,7 +126,7 @@ def build_vp(name: str, source: Path, out: Path, *, embed_media: bool, progress:
             "key is not '<class>/<video>'" if len(parts) != 2
             else f"unknown class '{parts[0]}'" if parts[0] not in classes
             else "labels are not a 0/1 array of 5" if vec is None or vec.shape != (5,)
-            or not np.isin(vec, (0, 1)).all() else None
+            or not set(vec.tolist()) <= {0, 1} else None
         )
         if problem:
             report.malformed.append({"file": label_path, "key": str(key), "problem": problem})

@@ -120,7 +120,7 @@ def _tedspad_items(source: Path, report: BuildReport) -> list[Item]:
             raise PabenchError(f"{path}: expected a dict of image id -> labels")
         for image_id, value in sorted(labels.items(), key=lambda kv: str(kv[0])):
             vec = np.asarray(value).reshape(-1) if isinstance(value, np.ndarray) else None
-            if vec is None or vec.shape != (len(TEDSPAD_ORDER),) or not np.isin(vec, (0, 1)).all():
+            if vec is None or vec.shape != (len(TEDSPAD_ORDER),) or not set(vec.tolist()) <= {0, 1}:
                 report.malformed.append({"file": str(path), "key": str(image_id),
                                          "problem": "labels are not a 0/1 vector of 7"})
                 continue
