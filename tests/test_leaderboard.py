@@ -266,13 +266,17 @@ def test_malformed_record_is_one_line_naming_the_file(results: Path, tmp_path: P
     assert "zz-broken.json" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_missing_sample_is_an_error(results: Path, tmp_path: Path) -> None:
+def test_missing_sample_is_an_error_and_keeps_the_old_site(
+    results: Path, tmp_path: Path
+) -> None:
+    build_site(results, tmp_path / "none", tmp_path / "site")
     broken = tmp_path / "results"
     shutil.copytree(results, broken)
     for png in (broken / "samples").glob("*.png"):
         png.unlink()
     with pytest.raises(PabenchError, match="sample 'samples/.*' not found"):
         build_site(broken, tmp_path / "none", tmp_path / "site")
+    assert len(list((tmp_path / "site" / "samples").glob("*.png"))) == 1
 
 
 def test_rebuild_is_reproducible_and_safe(results: Path, reported: Path, tmp_path: Path) -> None:

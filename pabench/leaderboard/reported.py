@@ -146,13 +146,13 @@ def import_reported(csv: Path, out: Path, extra_citations: Path | None = None) -
     out.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(csv, out / CSV_NAME)
     text = json.dumps({s: c.model_dump() for s, c in used.items()}, indent=2, ensure_ascii=False)
-    (out / CITATIONS_NAME).write_text(text + "\n")
+    (out / CITATIONS_NAME).write_text(text + "\n", encoding="utf-8")
     return [out / CSV_NAME, out / CITATIONS_NAME]
 
 
 def _read_citations(path: Path) -> dict[str, Citation]:
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(path.read_text(encoding="utf-8"))
         return {k: Citation.model_validate(v) for k, v in data.items()}
     except (OSError, json.JSONDecodeError, AttributeError, ValidationError) as e:
         raise PabenchError(f"{path}: invalid citations file ({str(e).splitlines()[0]})") from None

@@ -52,7 +52,7 @@ def _num(v: float | None, digits: int = 1) -> str:
 
 
 def _pct(v: float | None) -> str:
-    """A fraction (relative drop) as a signed-free percentage."""
+    """A relative drop (a fraction) as a percentage."""
     return "—" if v is None else f"{v * 100:.1f}%"
 
 
@@ -99,11 +99,11 @@ def _flatten(data: object, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix.rstrip("."), "—" if data is None else str(data))]
 
 
-def _copy_samples(entry: Entry, out: Path) -> list[str]:
-    """Copy an entry's sample strips into the site; a missing or non-PNG file is an error."""
-    copied = []
+def _sample_sources(entry: Entry) -> list[Path]:
+    """An entry's sample strips, checked before anything is written: inside its folder, PNG."""
     base = entry.path.parent.resolve()
-    for i, rel in enumerate(entry.record.samples):
+    sources = []
+    for rel in entry.record.samples:
         src = (base / rel).resolve()
         if not src.is_relative_to(base):
             raise PabenchError(f"{entry.path}: sample '{rel}' lies outside the record's folder")
@@ -112,10 +112,8 @@ def _copy_samples(entry: Entry, out: Path) -> list[str]:
         with src.open("rb") as f:
             if f.read(8) != PNG_MAGIC:
                 raise PabenchError(f"{entry.path}: sample '{rel}' is not a PNG")
-        name = f"{entry.slug}-{i}.png"
-        shutil.copyfile(src, out / "samples" / name)
-        copied.append(f"samples/{name}")
-    return copied
+        sources.append(src)
+    return sources
 
 
 def _attribute_rows(entry: Entry) -> list[dict[str, object]]:
@@ -163,7 +161,8 @@ def _prepare_out(out: Path) -> None:
 
 def _write_table_data(out: Path, stem: str, meta: dict, rows: list[dict], columns: list) -> None:
     doc = {**meta, "rows": rows}
-    (out / "data" / f"{stem}.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    (out / "data" / f"{stem}.json").write_text(text, encoding="utf-8")
     pd.DataFrame(rows, columns=columns).to_csv(out / "data" / f"{stem}.csv", index=False)
 
 
@@ -180,9 +179,14 @@ def _table_meta(table: Table) -> dict[str, object]:
 
 
 def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
-    """Build index, entry, protocol and reported pages plus JSON/CSV downloads into `out`."""
+    """Build index, entry, protocol and reported pages plus JSON/CSV downloads into `out`.
+
+    Every input is read and checked before `out` is touched, so a bad record leaves the
+    previous site in place.
+    """
     tables = build_tables(load_records(results))
     groups: list[ReportedGroup] = load_reported(reported)
+    samples = {e.slug: _sample_sources(e) for t in tables for e in t.entries}
     _prepare_out(out)
     env = environment()
     static = resources.files("pabench.leaderboard") / "static"
@@ -193,21 +197,29 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
     def render(template: str, path: str, **ctx: object) -> None:
         root = "../" * path.count("/") or "./"
         html = env.get_template(template).render(root=root, version=__version__, **ctx)
-        (out / path).write_text(html)
+        (out / path).write_text(html, encoding="utf-8")
 
     plots = {t.id: scatter(t) for t in tables}
     for t in tables:
         _write_table_data(out, t.id, _table_meta(t), t.rows(), ROW_COLUMNS)
         for e in t.entries:
+            copied = []
+            for i, src in enumerate(samples[e.slug]):
+                copied.append(f"samples/{e.slug}-{i}.png")
+                shutil.copyfile(src, out / copied[-1])
             render(
                 "entry.html.j2", f"entries/{e.slug}.html", table=t, entry=e,
-                samples=_copy_samples(e, out), attribute_rows=_attribute_rows(e),
+                samples=copied, attribute_rows=_attribute_rows(e),
                 training=e.record.submission.meta.get("training_data"),
                 credits=_credits(e.record.submission.meta),
                 paper_url=e.record.submission.meta.get("paper_url"),
             )
     for g in groups:
-        meta = {"source": g.source, "citation": g.citation.model_dump(), "setting": g.setting}
+        meta = {
+            "source": g.source, "citation": g.citation.model_dump(), "table": g.table,
+            "protocol": g.protocol, "setting": g.setting, "action_dataset": g.action_dataset,
+            "privacy_dataset": g.privacy_dataset, "status": "reported",
+        }
         _write_table_data(out, g.id, meta, g.rows, REPORTED_COLUMNS)
 
     specs = [spec for _, spec in PROTOCOLS.items()]
@@ -227,7 +239,7 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (stdlib name)
+    def log_message(self, format: str, *args: object) -> None:
         """Tests serve many requests; one log line each would bury their output."""
 
 
