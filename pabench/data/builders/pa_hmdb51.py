@@ -185,8 +185,8 @@ CARD = Card(
         "_longue_hug_u_cm_np3_le_med_28 lies in two spans (partial, then complete): the "
         "statistics count it twice, here the later span wins. Annotated lengths come from the "
         "spans and can differ by a frame or so from a decoder's frame count; pabench's loader "
-        "aligns them by uniform resampling. 98 of the videos are unused and 129 test videos in "
-        "HMDB51 split 1; use hmdb51-minus-pa to train action models without them."
+        "aligns them by uniform resampling. 286 of the videos are HMDB51 split-1 training "
+        "videos; use hmdb51-minus-pa to train action models without them."
     ),
 )
 
