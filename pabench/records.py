@@ -1,4 +1,4 @@
-"""The typed result record: one JSON per (submission, protocol), validated and written atomically."""
+"""The typed result record: one JSON per (submission, protocol), validated, written atomically."""
 
 from __future__ import annotations
 
@@ -82,7 +82,8 @@ class Record(_Strict):
 
     @property
     def key(self) -> str:
-        return f"{self.benchmark.name}-{self.benchmark.preset}__{self.protocol.id}__{self.submission.name}"
+        b = self.benchmark
+        return f"{b.name}-{b.preset}__{self.protocol.id}__{self.submission.name}"
 
 
 def write_record(record: Record, path: Path) -> Path:

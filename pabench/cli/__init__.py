@@ -7,13 +7,18 @@ import sys
 import typer
 from rich.console import Console
 
+from pabench.cli.baselines import app as baselines_app
 from pabench.cli.datasets import app as datasets_app
+from pabench.cli.evaluate import evaluate, protocols_app
 from pabench.cli.leaderboard import app as leaderboard_app
 from pabench.errors import PabenchError
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
+app.add_typer(baselines_app, name="baselines")
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(leaderboard_app, name="leaderboard")
+app.add_typer(protocols_app, name="protocols")
+app.command()(evaluate)
 
 err = Console(stderr=True)
 

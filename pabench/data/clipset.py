@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -81,7 +82,7 @@ def load_clipset(
     key = hashlib.sha256(f"{fingerprint}:{frames}:{size}".encode()).hexdigest()[:24]
     cache_dir = Path(cache_dir or pabench_home() / "cache" / "decoded")
     cached = cache_dir / f"{meta.name}-{split}-{key}.npy"
-    videos = _read_cache(cached)
+    videos = read_cached_array(cached)
     if videos is None:
         # --embed-media builds carry the bytes in `video_bytes`; `video` stays the key
         sources = (list(table["video_bytes"]) if "video_bytes" in table
@@ -99,7 +100,7 @@ def load_clipset(
                 "pass frames= and size= to resample"
             )
         videos = np.stack(decoded)
-        _write_cache(cached, videos)
+        write_cached_array(cached, videos)
     n = len(table)
     action = table["action"].to_numpy(np.int64) if meta.action_classes else None
     attrs = frame_attrs = None
@@ -120,7 +121,7 @@ def load_clipset(
     )
 
 
-def _read_cache(path: Path) -> np.ndarray | None:
+def read_cached_array(path: Path) -> np.ndarray | None:
     """Return the cached array only if its recorded content hash still matches."""
     sidecar = path.with_suffix(".json")
     if not (path.is_file() and sidecar.is_file()):
@@ -133,12 +134,12 @@ def _read_cache(path: Path) -> np.ndarray | None:
     if hashlib.sha256(data).hexdigest() != expected:
         return None  # corrupted or truncated: rebuild rather than trust it
     try:
-        return np.load(path, allow_pickle=False)
+        return np.load(io.BytesIO(data), allow_pickle=False)
     except ValueError:
         return None
 
 
-def _write_cache(path: Path, videos: np.ndarray) -> None:
+def write_cached_array(path: Path, videos: np.ndarray) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
     with os.fdopen(fd, "wb") as f:

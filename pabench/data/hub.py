@@ -135,7 +135,8 @@ def write_card(root: Path, meta: DatasetMeta, features: datasets.Features, card:
     }
     labels = ""
     if meta.action_classes:
-        labels += f"- `action`: {len(meta.action_classes)} classes: {', '.join(meta.action_classes)}\n"
+        classes = ", ".join(meta.action_classes)
+        labels += f"- `action`: {len(meta.action_classes)} classes: {classes}\n"
     if meta.attributes:
         labels += f"- privacy attributes (0/1 columns): {', '.join(meta.attributes)}\n"
     if meta.frame_attributes:
@@ -171,7 +172,8 @@ def read_meta(root: Path) -> DatasetMeta:
     try:
         return DatasetMeta.model_validate_json(path.read_text())
     except ValueError as e:
-        raise PabenchError(f"{path}: malformed dataset metadata ({str(e).splitlines()[0]})") from None
+        problem = str(e).splitlines()[0]
+        raise PabenchError(f"{path}: malformed dataset metadata ({problem})") from None
 
 
 def check_writable(out: Path) -> None:

@@ -233,10 +233,10 @@ def render_clip(rng: np.random.Generator, action: str, frames: int, size: int) -
 
     def figure(cx, fy, s, wf, arm, with_face, long_hair, hcolor, tcolor, lcolor, extras):
         torso_y, head_y, hw = fy - 0.30 * s, fy - 0.53 * s, 0.075 * s * wf
-        head_r = 0.095 * s
+        head_r = 0.11 * s
         shapes = []
         if long_hair:
-            shapes.append((_box(x, y, cx, head_y + 0.06 * s, 0.105 * s, 0.08 * s), hcolor))
+            shapes.append((_box(x, y, cx, head_y + 0.09 * s, 0.13 * s, 0.12 * s), hcolor))
         for side in (-1, 1):
             shapes.append((_capsule(x, y, cx + side * 0.03 * s * wf, fy - 0.17 * s,
                                     cx + side * 0.06 * s, fy, 0.03 * s), lcolor))
@@ -253,8 +253,8 @@ def render_clip(rng: np.random.Generator, action: str, frames: int, size: int) -
         shapes.append((cap, hcolor))
         # Face seen (horizontal eye band) vs back of head (vertical parting): equal dark area,
         # so only the pattern, not the mean colour, tells them apart.
-        eyes = _box(x, y, cx, head_y + 0.01 * s, 0.06 * s, 0.018 * s)
-        back = _box(x, y, cx, head_y + 0.01 * s, 0.018 * s, 0.06 * s)
+        eyes = _box(x, y, cx, head_y + 0.01 * s, 0.075 * s, 0.03 * s)
+        back = _box(x, y, cx, head_y + 0.01 * s, 0.03 * s, 0.075 * s)
         mark = np.where(with_face, eyes, back)
         shapes.append((mark, np.array([0.08, 0.06, 0.06], np.float32)))
         shapes.extend(extras(hand[0], s, torso_y, hw))

@@ -1,0 +1,436 @@
+"""The evaluation engine: `evaluate(anonymizer, protocol)` -> a validated Record.
+
+Protocol v1, in order: validate the submission on the protocol's clip shape; anonymize every
+split once (cached by submission hash + data fingerprint + clip spec); train a fresh target on
+anonymized action clips and fresh attackers on anonymized (or, for `raw-pretrained-attacker`,
+raw) privacy clips, augmenting *after* anonymization; score on anonymized test videos. The raw
+reference is the same run with the identity anonymizer; every trained model's test predictions
+are cached under a key of everything that determines them, so the reference is computed once
+per protocol version and data fingerprint, and a killed run resumes without retraining.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from PIL import Image
+
+import pabench
+from pabench.anonymizers import BuildContext, get_anonymizer
+from pabench.data.clipset import (
+    ClipSet,
+    load_clipset,
+    pabench_home,
+    read_cached_array,
+    write_cached_array,
+)
+from pabench.data.hub import META_FILE
+from pabench.data.registry import BENCHMARKS
+from pabench.data.synth import PRESETS, build_synth
+from pabench.errors import PabenchError, unknown_name
+from pabench.metrics import bootstrap_ci, privacy_scores, relative_drop, top1, video_scores
+from pabench.protocols import PROTOCOLS, ProtocolSpec, protocols_for
+from pabench.records import (
+    AttackerResult,
+    BenchmarkRef,
+    Metrics,
+    ProtocolRef,
+    Record,
+    SubmissionInfo,
+    write_record,
+)
+from pabench.submission import (
+    DEFAULT_BUDGETS,
+    Budgets,
+    Submission,
+    from_module,
+    load_submission,
+    validate,
+)
+from pabench.training import FitSpec, fit, predict
+
+Progress = Callable[[str, int, int], None]
+BOOTSTRAP_RESAMPLES = 300
+REAL_FRAMES_PER_CLIP = 4  # real videos are resampled to 4 clip lengths, then 10 clips are taken
+
+
+@dataclass
+class Run:
+    """Everything one evaluation needs, resolved once."""
+
+    protocol: ProtocolSpec
+    benchmark: str
+    preset: str
+    data_dir: Path
+    work_dir: Path
+    device: str
+    seeds: tuple[int, ...]
+    frames: int
+    size: int
+    progress: Progress | None
+    timings: dict[str, float] = field(default_factory=dict)
+    sets: dict[tuple[str, str], ClipSet] = field(default_factory=dict)
+
+    def tick(self, name: str, start: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+
+def _rank0() -> bool:
+    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | None = None
+                       ) -> Submission:
+    """`baseline:NAME` builds an in-repo anonymizer; anything else is a submission file."""
+    text = str(spec)
+    if text.startswith("baseline:"):
+        name = text.split(":", 1)[1]
+        return from_module(name, get_anonymizer(name).build(ctx))
+    return load_submission(Path(text), meta_path, device=ctx.device)
+
+
+def ensure_data(benchmark: str, preset: str, data_dir: Path | None,
+                progress: Progress | None) -> Path:
+    """pa-synth builds itself on first use; real datasets must have been built by the user."""
+    if benchmark == "pa-synth":
+        if preset not in PRESETS:
+            raise unknown_name("preset", preset, PRESETS)
+        root = data_dir or pabench_home() / "datasets" / f"pa-synth-{preset}"
+        missing = tuple(n for n in BENCHMARKS["pa-synth"] if not (root / n / META_FILE).is_file())
+        if missing and _rank0():
+            build_synth(root, preset=preset, names=missing, progress=progress)
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+        return root
+    if benchmark != "real":
+        raise unknown_name("benchmark", benchmark, ["pa-synth", "real"])
+    return data_dir or pabench_home() / "datasets"
+
+
+def _load(run: Run, dataset: str, split: str) -> ClipSet:
+    key = (dataset, split)
+    if key not in run.sets:
+        root = run.data_dir / dataset
+        if not (root / META_FILE).is_file():
+            raise PabenchError(
+                f"{root}: dataset '{dataset}' is not built; run `pabench datasets build "
+                f"{dataset} --source DIR --out {run.data_dir}`"
+            )
+        real = run.benchmark == "real"
+        run.sets[key] = load_clipset(
+            root, split, frames=run.frames * REAL_FRAMES_PER_CLIP if real else None,
+            size=run.size if real else None, cache_dir=run.work_dir / "decoded",
+        )
+    return run.sets[key]
+
+
+@torch.no_grad()
+def anonymize(run: Run, sub: Submission, clips: ClipSet, batch: int = 32) -> ClipSet:
+    """Apply the anonymizer once per clip-length window of every video, cached on disk."""
+    key = _digest(sub.sha256, clips.fingerprint, run.frames, run.size)
+    path = run.work_dir / "anonymized" / f"{key[:32]}.npy"
+    out = read_cached_array(path)
+    if out is None:
+        start = time.perf_counter()
+        videos = clips.videos
+        n, length = videos.shape[:2]
+        windows = list(range(0, length - run.frames + 1, run.frames))
+        if windows[-1] + run.frames < length:
+            windows.append(length - run.frames)  # last window aligned to the end
+        out = np.empty_like(videos)
+        stage = f"anonymize {clips.name}/{clips.split}"
+        calls = 0
+        for i in range(0, n, batch):
+            for s in windows:
+                x = torch.from_numpy(videos[i:i + batch, s:s + run.frames]).to(run.device)
+                x = x.permute(0, 4, 1, 2, 3).float().div_(255)
+                y = sub.module(x)
+                calls += x.shape[0]
+                if y.shape != x.shape or not torch.isfinite(y).all():
+                    raise PabenchError(
+                        f"submission {sub.name}: output on {clips.name}/{clips.split} videos "
+                        f"{i}..{i + len(x) - 1} is {'non-finite' if y.shape == x.shape else 'of shape ' + str(list(y.shape))}"  # noqa: E501
+                    )
+                frames = y.clamp(0, 1).mul(255).round().byte().permute(0, 2, 3, 4, 1)
+                out[i:i + batch, s:s + run.frames] = frames.cpu().numpy()
+            if run.progress:
+                run.progress(stage, min(i + batch, n), n)
+        run.timings["anonymizer_calls"] = run.timings.get("anonymizer_calls", 0) + calls
+        run.timings["anonymized_clips"] = run.timings.get("anonymized_clips", 0) + n * len(windows)
+        if _rank0():
+            write_cached_array(path, out)
+        run.tick("anonymize", start)
+    return clips.with_videos(out, f"anonymized:{sub.sha256}")
+
+
+def _fit_predict(run: Run, model: str, task: str, train: ClipSet, test: ClipSet, seed: int,
+                 stage: str) -> tuple[np.ndarray, int]:
+    """Train (or reuse the cached result of) one model and return its test predictions."""
+    p = run.protocol
+    if task == "multiclass":
+        y = train.action
+        n_out = len(train.action_classes)
+    else:
+        y = train.attributes
+        n_out = len(train.attribute_names)
+    if y is None:
+        raise PabenchError(f"{train.name}/{train.split}: has no {task} labels for {stage}")
+    spec = FitSpec(model=model, task=task, num_outputs=n_out, clip_frames=run.frames,  # type: ignore[arg-type]
+                   input_size=run.size, schedule=p.schedule, augment=p.augment, seed=seed,
+                   device=run.device)
+    key = _digest("fit-v1", model, task, train.fingerprint, test.fingerprint, seed,
+                  p.schedule.model_dump(), p.augment, run.frames, run.size, p.clip.test_clips)
+    path = run.work_dir / "fits" / f"{key[:32]}.npz"
+    if path.is_file():
+        try:
+            with np.load(path, allow_pickle=False) as cached:
+                return cached["pred"], int(cached["epochs"])
+        except (OSError, ValueError, KeyError):
+            path.unlink(missing_ok=True)  # unreadable: retrain
+    start = time.perf_counter()
+    net, epochs = fit(spec, train.videos, y, progress=run.progress, stage=stage)
+    pred = predict(net, spec, test.videos, clips=p.clip.test_clips)
+    run.tick("compute_" + ("target" if task == "multiclass" else "attackers"), start)
+    if _rank0():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, pred=pred, epochs=epochs)
+        os.replace(tmp, path)
+    return pred, epochs
+
+
+def _align_attributes(train: ClipSet, test: ClipSet) -> list[int]:
+    """Column of the attacker's output for each test attribute (same names required)."""
+    missing = [a for a in test.attribute_names if a not in train.attribute_names]
+    if missing:
+        raise PabenchError(
+            f"{test.name}: attributes {missing} are not labelled in {train.name}; "
+            f"trainable: {', '.join(train.attribute_names)}"
+        )
+    return [train.attribute_names.index(a) for a in test.attribute_names]
+
+
+def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
+    """Train and test the target and every attacker on `sub`'s anonymized data."""
+    p = run.protocol
+    a_train = _load(run, **p.action_train.model_dump())
+    a_test = _load(run, **p.action_test.model_dump())
+    p_train, p_test = (_load(run, **p.privacy_train.model_dump()),
+                       _load(run, **p.privacy_test.model_dump()))
+    an = {k: anonymize(run, sub, s) for k, s in
+          {"a_train": a_train, "a_test": a_test, "p_train": p_train, "p_test": p_test}.items()}
+    attack_train = an["p_train"] if p.attacker_training == "anonymized" else p_train
+    labels = a_test.action
+    if labels is None:
+        raise PabenchError(f"{a_test.name}/{a_test.split}: has no action labels")
+    per_seed_action = []
+    target_epochs = 0
+    for seed in run.seeds:
+        pred, epochs = _fit_predict(run, p.target, "multiclass", an["a_train"], an["a_test"],
+                                    seed, f"{sub.name}: target {p.target} (seed {seed})")
+        per_seed_action.append(pred)
+        target_epochs = max(target_epochs, epochs)
+    cols = _align_attributes(attack_train, p_test)
+    names = list(p_test.attribute_names)
+    y_priv = p_test.attributes
+    assert y_priv is not None
+    attacker_preds: dict[str, list[np.ndarray]] = {}
+    attackers = []
+    for arch in p.attackers:
+        preds, epochs_used = [], 0
+        for seed in run.seeds:
+            pred, epochs = _fit_predict(run, arch, "multilabel", attack_train, an["p_test"], seed,
+                                        f"{sub.name}: attacker {arch} (seed {seed})")
+            preds.append(pred[:, cols])
+            epochs_used = max(epochs_used, epochs)
+        scores = [privacy_scores(pr, y_priv, names) for pr in preds]
+        per_attr = {a: {m: float(np.mean([s.per_attribute[a][m] for s in scores]))
+                        for m in ("ap", "f1")} for a in scores[0].per_attribute}
+        attackers.append(AttackerResult(
+            arch=arch, cmap=float(np.mean([s.cmap for s in scores])),
+            f1=float(np.mean([s.f1 for s in scores])), per_attribute=per_attr, epochs=epochs_used,
+        ))
+        attacker_preds[arch] = preds
+    worst = max(attackers, key=lambda a: a.cmap)
+    worst_f1 = max(attackers, key=lambda a: a.f1)
+
+    def action_stat(idx: np.ndarray) -> float:
+        return float(np.mean([top1(video_scores(pr[idx]), labels[idx]) for pr in per_seed_action]))
+
+    def privacy_stat(arch: str, metric: str) -> Callable[[np.ndarray], float]:
+        def stat(idx: np.ndarray) -> float:
+            vals = [getattr(privacy_scores(pr[idx], y_priv[idx], names), metric)
+                    for pr in attacker_preds[arch]]
+            return float(np.mean(vals))
+        return stat
+
+    n_a, n_p = len(labels), len(y_priv)
+    clip_top1 = float(np.mean([
+        (pr.argmax(-1) == labels[:, None]).mean() * 100 for pr in per_seed_action]))
+    metrics = Metrics(
+        action_top1=action_stat(np.arange(n_a)),
+        action_top1_ci=bootstrap_ci(action_stat, n_a, BOOTSTRAP_RESAMPLES),
+        action_top1_clip=clip_top1,
+        privacy_cmap=worst.cmap,
+        privacy_cmap_ci=bootstrap_ci(privacy_stat(worst.arch, "cmap"), n_p, BOOTSTRAP_RESAMPLES),
+        privacy_f1=worst_f1.f1,
+        privacy_f1_ci=bootstrap_ci(privacy_stat(worst_f1.arch, "f1"), n_p, BOOTSTRAP_RESAMPLES),
+        privacy_cmap_mean=float(np.mean([a.cmap for a in attackers])),
+        privacy_f1_mean=float(np.mean([a.f1 for a in attackers])),
+        worst_attacker=worst.arch,
+        excluded_attributes=[a for a in names if a not in worst.per_attribute],
+        target_epochs=target_epochs,
+    )
+    return metrics, attackers
+
+
+def _check_eligible(run: Run, sub: Submission) -> str:
+    """Novel protocols: a declared overlap with the test classes/attributes is refused."""
+    if not run.protocol.novel:
+        return "n/a"
+    declared = sub.meta.training_data
+    if not (declared.datasets or declared.action_classes or declared.attributes):
+        return "undeclared"
+    p = run.protocol
+    test_sets = {p.action_test.dataset, p.privacy_test.dataset}
+    classes = set(_load(run, **p.action_test.model_dump()).action_classes)
+    attrs = set(_load(run, **p.privacy_test.model_dump()).attribute_names)
+    overlap = (test_sets & set(declared.datasets)) | (classes & set(declared.action_classes)) | (
+        attrs & set(declared.attributes))
+    if overlap:
+        raise PabenchError(
+            f"submission {sub.name}: not eligible for protocol '{p.id}': its declared training "
+            f"data overlaps the novel test set ({', '.join(sorted(overlap))})"
+        )
+    return "declared-disjoint"
+
+
+def _samples(run: Run, raw: ClipSet, anon: ClipSet, path: Path, n: int = 3) -> None:
+    """A strip of raw frames over anonymized frames: what the leaderboard shows per entry."""
+    t = np.linspace(0, raw.videos.shape[1] - 1, 4).round().astype(int)
+    rows = [np.concatenate([np.concatenate(list(v.videos[i, t]), 1) for i in range(n)], 1)
+            for v in (raw, anon)]
+    img = Image.fromarray(np.concatenate(rows, 0))
+    scale = max(1, 128 // raw.videos.shape[2])
+    img = img.resize((img.width * scale, img.height * scale), Image.NEAREST)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path)
+
+
+def _git() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _hardware(device: str) -> dict[str, str]:
+    info = {"platform": platform.platform(), "cpu_count": str(os.cpu_count()),
+            "torch": torch.__version__, "device": device,
+            "threads": str(torch.get_num_threads())}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    if dist.is_available() and dist.is_initialized():
+        info["world_size"] = str(dist.get_world_size())
+    return info
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+
+
+def evaluate(
+    anonymizer: str | Path | Submission,
+    protocol: str | ProtocolSpec = "known",
+    *,
+    benchmark: str = "pa-synth",
+    preset: str = "standard",
+    output_dir: Path | None = Path("leaderboard/results"),
+    data_dir: Path | None = None,
+    device: str = "cpu",
+    seed: int | None = None,
+    meta_path: Path | None = None,
+    budgets: Budgets = DEFAULT_BUDGETS,
+    progress: Progress | None = None,
+    command: str = "",
+) -> Record:
+    """Score one anonymizer under one protocol; write the record to `output_dir` if given."""
+    started = time.perf_counter()
+    spec = protocol if isinstance(protocol, ProtocolSpec) else PROTOCOLS.get(protocol)
+    if spec.benchmark != benchmark:
+        valid = [p.id for p in protocols_for(benchmark)]
+        raise PabenchError(
+            f"protocol '{spec.id}' belongs to benchmark '{spec.benchmark}', not '{benchmark}' "
+            f"(valid here: {', '.join(valid)})"
+        )
+    work_dir = pabench_home() / "runs"
+    root = ensure_data(benchmark, preset, data_dir, progress)
+    native = PRESETS.get(preset)
+    frames = spec.clip.frames or (native.frames if native else 16)
+    size = spec.clip.size or (native.size if native else 112)
+    run = Run(spec, benchmark, preset, root, work_dir, device,
+              (seed,) if seed is not None else spec.seeds, frames, size, progress)
+    ctx = BuildContext(benchmark=benchmark, preset=preset, device=device,
+                       cache_dir=pabench_home() / "models")
+    t0 = time.perf_counter()
+    sub = anonymizer if isinstance(anonymizer, Submission) else resolve_submission(
+        anonymizer, ctx, meta_path)
+    report = validate(sub, frames=frames, size=size, budgets=budgets, device=device)
+    run.tick("validate", t0)
+    eligibility = _check_eligible(run, sub)
+    t0 = time.perf_counter()
+    metrics, attackers = _score(run, sub)
+    run.tick("score", t0)
+    raw_metrics, raw_attackers = metrics, attackers
+    if sub.name != "identity" or sub.format != "baseline":
+        t0 = time.perf_counter()
+        identity = resolve_submission("baseline:identity", ctx)
+        raw_metrics, raw_attackers = _score(run, identity)
+        run.tick("raw_reference", t0)
+    metrics.action_drop = relative_drop(raw_metrics.action_top1, metrics.action_top1)
+    metrics.privacy_drop = relative_drop(raw_metrics.privacy_cmap, metrics.privacy_cmap)
+    raw_metrics = raw_metrics.model_copy(update={"action_drop": 0.0, "privacy_drop": 0.0})
+    run.timings["total"] = time.perf_counter() - started
+    meta = sub.meta.model_dump(exclude_none=True)
+    meta["novel_eligibility"] = eligibility
+    record = Record(
+        pabench={"version": pabench.__version__, "git": _git()},
+        protocol=ProtocolRef(id=spec.id, version=spec.version),
+        benchmark=BenchmarkRef(
+            name=benchmark, preset=preset if benchmark == "pa-synth" else "-",
+            fingerprints={f"{d}/{s}": c.fingerprint for (d, s), c in run.sets.items()},
+        ),
+        submission=SubmissionInfo(name=sub.name, sha256=sub.sha256, format=sub.format,
+                                  params=report.params, flops=report.flops, meta=meta),
+        metrics=metrics, attackers=attackers, raw=raw_metrics, raw_attackers=raw_attackers,
+        seeds=list(run.seeds), hardware=_hardware(device),
+        timings={k: round(v, 3) for k, v in run.timings.items()},
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        command=command or f"pabench.evaluate({str(anonymizer)!r}, protocol={spec.id!r})",
+    )
+    if output_dir is not None and _rank0():
+        name = slug(record.key)
+        sample = Path("samples") / f"{name}.png"
+        p_test = _load(run, **spec.privacy_test.model_dump())
+        _samples(run, p_test, anonymize(run, sub, p_test), Path(output_dir) / sample)
+        record.samples = [sample.as_posix()]
+        write_record(record, Path(output_dir) / f"{name}.json")
+    return record

@@ -1,0 +1,70 @@
+"""Metrics of the field: video-level top-1, cMAP (macro AP), mean F1 at p=0.5, bootstrap CIs.
+
+Scores are percentages (0-100). cMAP follows the authors' code (scikit-learn average precision
+per attribute, macro-averaged); F1 thresholds sigmoid *probabilities* at 0.5 (the SPAct-lineage
+code thresholds raw logits at 0.5; pabench does not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.metrics import average_precision_score, f1_score
+
+
+def video_scores(clip_probs: np.ndarray) -> np.ndarray:
+    """Average softmax probabilities over a video's clips: [N, K, C] -> [N, C]."""
+    return clip_probs.mean(axis=1)
+
+
+def top1(scores: np.ndarray, labels: np.ndarray) -> float:
+    return float((scores.argmax(axis=1) == labels).mean() * 100)
+
+
+@dataclass
+class PrivacyScores:
+    cmap: float
+    f1: float
+    per_attribute: dict[str, dict[str, float]]
+    excluded: list[str]
+
+
+def privacy_scores(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> PrivacyScores:
+    """cMAP and mean F1 over attributes; attributes without a positive test sample are excluded
+    (their AP is undefined) and listed."""
+    per: dict[str, dict[str, float]] = {}
+    excluded = []
+    for j, name in enumerate(names):
+        y = labels[:, j]
+        if y.sum() == 0:
+            excluded.append(name)
+            continue
+        ap = average_precision_score(y, probs[:, j])
+        f1 = f1_score(y, probs[:, j] >= 0.5, zero_division=0.0)
+        per[name] = {"ap": float(ap * 100), "f1": float(f1 * 100)}
+    if not per:
+        return PrivacyScores(float("nan"), float("nan"), per, excluded)
+    cmap = float(np.mean([v["ap"] for v in per.values()]))
+    f1 = float(np.mean([v["f1"] for v in per.values()]))
+    return PrivacyScores(cmap, f1, per, excluded)
+
+
+def bootstrap_ci(
+    stat, n: int, resamples: int = 300, seed: int = 0, alpha: float = 0.05
+) -> tuple[float, float]:
+    """Percentile bootstrap over test videos: `stat(indices) -> float`, NaN draws dropped."""
+    rng = np.random.default_rng(seed)
+    values = np.array([stat(rng.integers(0, n, n)) for _ in range(resamples)])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return (float("nan"), float("nan"))
+    lo, hi = np.percentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
+    return (float(lo), float(hi))
+
+
+def relative_drop(raw: float, anonymized: float) -> float | None:
+    """(raw - anonymized) / raw: positive when the anonymizer lowers the score."""
+    if not np.isfinite(raw) or raw == 0:
+        return None
+    return float((raw - anonymized) / raw)

@@ -1,0 +1,202 @@
+"""Model zoo for utility targets (video models) and privacy attackers (frame models).
+
+Small builders in torchvision's manner: `build_model(name, num_classes, input_size)` returns a
+fresh, randomly initialised network (weights=None). `--pretrained-weights PATH` loads a local
+state dict with `torch.load(weights_only=True)`, skipping a classifier head of another shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+import torchvision.models as tvm
+import torchvision.models.video as tvv
+from torch import nn
+
+from pabench.errors import PabenchError
+from pabench.registry import Registry
+
+Kind = Literal["video", "frame"]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    kind: Kind  # video: [B, 3, T, H, W]; frame: [B, 3, H, W]
+    description: str
+    build: Callable[[int, int], nn.Module]  # (num_classes, input_size) -> module
+
+
+MODELS: Registry[ModelSpec] = Registry("model")
+
+
+def _block3d(cin: int, cout: int, stride: tuple[int, int, int]) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv3d(cin, cout, 3, stride=stride, padding=1, bias=False),
+        nn.BatchNorm3d(cout), nn.ReLU(inplace=True),
+    )
+
+
+class Tiny3D(nn.Module):
+    """Four 3D conv blocks on the clip minus its temporal mean: removing the static appearance
+    first makes motion learnable in a few epochs on CPU (10 epochs without it barely beat
+    chance on pa-synth tiny)."""
+
+    def __init__(self, num_classes: int, width: int = 16) -> None:
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(
+            _block3d(3, w, (1, 2, 2)), _block3d(w, 2 * w, (1, 1, 1)),
+            _block3d(2 * w, 4 * w, (2, 2, 2)), _block3d(4 * w, 4 * w, (2, 2, 2)),
+        )
+        self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Dropout(0.2),
+                                  nn.Linear(4 * w, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x - x.mean(dim=2, keepdim=True)))
+
+
+def _block2d(cin: int, cout: int, stride: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+        nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+    )
+
+
+class Tiny2D(nn.Module):
+    """Plain 2D conv stack; the frame attacker that most anonymizers are tuned against."""
+
+    def __init__(self, num_classes: int, width: int = 16) -> None:
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(
+            _block2d(3, w, 1), _block2d(w, 2 * w, 2), _block2d(2 * w, 4 * w, 2),
+            _block2d(4 * w, 4 * w, 2),
+        )
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(4 * w, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+class _Residual(nn.Module):
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(True),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout),
+        )
+        self.skip = (nn.Identity() if stride == 1 and cin == cout else
+                     nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                   nn.BatchNorm2d(cout)))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.body(x) + self.skip(x))
+
+
+class TinyResNet2D(nn.Module):
+    """A ResNet-style attacker at pa-synth scale (a different inductive bias from Tiny2D)."""
+
+    def __init__(self, num_classes: int, width: int = 24) -> None:
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(
+            _block2d(3, w, 1), _Residual(w, w, 1), _Residual(w, 2 * w, 2),
+            _Residual(2 * w, 4 * w, 2),
+        )
+        self.head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(4 * w, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+class C3D(nn.Module):
+    """C3D (Tran et al. 2015) with global pooling so it accepts any clip size."""
+
+    def __init__(self, num_classes: int) -> None:
+        super().__init__()
+        cfg = [(3, 64, (1, 2, 2)), (64, 128, (2, 2, 2)), (128, 256, None), (256, 256, (2, 2, 2)),
+               (256, 512, None), (512, 512, (2, 2, 2)), (512, 512, None), (512, 512, (2, 2, 2))]
+        layers: list[nn.Module] = []
+        for cin, cout, pool in cfg:
+            layers += [nn.Conv3d(cin, cout, 3, padding=1), nn.ReLU(inplace=True)]
+            if pool:
+                layers.append(nn.MaxPool3d(pool, pool))
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(512, 4096),
+                                  nn.ReLU(True), nn.Dropout(0.5), nn.Linear(4096, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
+
+
+def _tiny_vit(num_classes: int, size: int) -> nn.Module:
+    patch = 4 if size <= 32 else 8
+    return tvm.VisionTransformer(image_size=size, patch_size=patch, num_layers=4, num_heads=4,
+                                 hidden_dim=64, mlp_dim=128, num_classes=num_classes)
+
+
+def _tv(fn: Callable[..., nn.Module]) -> Callable[[int, int], nn.Module]:
+    return lambda n, size: fn(weights=None, num_classes=n)
+
+
+def _s3d(n: int, size: int) -> nn.Module:
+    return tvv.s3d(weights=None, num_classes=n)
+
+
+def _vit(n: int, size: int) -> nn.Module:
+    return tvm.vit_b_16(weights=None, num_classes=n, image_size=max(224, size // 16 * 16))
+
+
+for _name, _kind, _desc, _build in [
+    ("tiny3d", "video", "4-block 3D CNN, width 16 (pa-synth target)",
+     lambda n, s: Tiny3D(n)),
+    ("tiny2d", "frame", "4-block 2D CNN, width 16 (pa-synth attacker)", lambda n, s: Tiny2D(n)),
+    ("tiny2d-wide", "frame", "4-block 2D CNN, width 48 (unseen attacker)",
+     lambda n, s: Tiny2D(n, 48)),
+    ("tiny-resnet2d", "frame", "3-stage residual 2D CNN (pa-synth attacker)",
+     lambda n, s: TinyResNet2D(n)),
+    ("tiny-vit2d", "frame", "4-layer ViT, dim 64 (unseen attacker)", _tiny_vit),
+    ("c3d", "video", "C3D with global pooling", lambda n, s: C3D(n)),
+    ("r3d_18", "video", "torchvision R3D-18", _tv(tvv.r3d_18)),
+    ("r2plus1d_18", "video", "torchvision R(2+1)D-18", _tv(tvv.r2plus1d_18)),
+    ("mc3_18", "video", "torchvision MC3-18", _tv(tvv.mc3_18)),
+    ("s3d", "video", "torchvision S3D", _s3d),
+    ("mvit_v2_s", "video", "torchvision MViT-V2-S (16x224x224 clips)", _tv(tvv.mvit_v2_s)),
+    ("resnet18", "frame", "torchvision ResNet-18", _tv(tvm.resnet18)),
+    ("resnet34", "frame", "torchvision ResNet-34", _tv(tvm.resnet34)),
+    ("resnet50", "frame", "torchvision ResNet-50", _tv(tvm.resnet50)),
+    ("resnet101", "frame", "torchvision ResNet-101", _tv(tvm.resnet101)),
+    ("resnet152", "frame", "torchvision ResNet-152", _tv(tvm.resnet152)),
+    ("mobilenet_v2", "frame", "torchvision MobileNet-V2", _tv(tvm.mobilenet_v2)),
+    ("mobilenet_v3_small", "frame", "torchvision MobileNet-V3-Small", _tv(tvm.mobilenet_v3_small)),
+    ("mobilenet_v3_large", "frame", "torchvision MobileNet-V3-Large", _tv(tvm.mobilenet_v3_large)),
+    ("shufflenet_v2_x0_5", "frame", "torchvision ShuffleNet-V2 x0.5", _tv(tvm.shufflenet_v2_x0_5)),
+    ("efficientnet_b0", "frame", "torchvision EfficientNet-B0", _tv(tvm.efficientnet_b0)),
+    ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
+]:
+    MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build))
+
+
+def build_model(
+    name: str, num_classes: int, input_size: int, pretrained_weights: Path | None = None
+) -> nn.Module:
+    """A fresh model; optional local weights (safe loading; mismatched head shapes skipped)."""
+    model = MODELS.get(name).build(num_classes, input_size)
+    if pretrained_weights is not None:
+        try:
+            state = torch.load(pretrained_weights, map_location="cpu", weights_only=True)
+        except Exception as e:  # torch raises many types for corrupt or unsafe files
+            raise PabenchError(f"{pretrained_weights}: cannot load weights ({e})") from None
+        own = model.state_dict()
+        usable = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
+        if not usable:
+            raise PabenchError(f"{pretrained_weights}: no parameter matches model '{name}'")
+        model.load_state_dict(usable, strict=False)
+    return model

@@ -1,0 +1,56 @@
+"""Metrics cross-checked against scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics import accuracy_score, average_precision_score, f1_score
+
+from pabench.metrics import bootstrap_ci, privacy_scores, relative_drop, top1, video_scores
+from pabench.training import clip_starts
+
+rng = np.random.default_rng(0)
+
+
+def test_video_top1_averages_clip_softmax():
+    clip_probs = rng.dirichlet(np.ones(5), size=(40, 3))
+    labels = rng.integers(0, 5, 40)
+    scores = video_scores(clip_probs)
+    assert np.allclose(scores, clip_probs.mean(1))
+    assert top1(scores, labels) == accuracy_score(labels, scores.argmax(1)) * 100
+    # one confident wrong clip is outvoted by two right ones
+    probs = np.array([[[0.1, 0.9], [0.6, 0.4], [0.6, 0.4]]])
+    assert top1(video_scores(probs), np.array([0])) == 0.0  # mean is 0.43 vs 0.57
+    probs = np.array([[[0.45, 0.55], [0.9, 0.1], [0.9, 0.1]]])
+    assert top1(video_scores(probs), np.array([0])) == 100.0
+
+
+def test_cmap_and_f1_match_sklearn_and_exclude_attributes_without_positives():
+    y = rng.integers(0, 2, (200, 4)).astype(float)
+    y[:, 3] = 0  # no positive: AP undefined
+    p = np.clip(y * 0.3 + rng.random((200, 4)) * 0.7, 0, 1)
+    s = privacy_scores(p, y, ["a", "b", "c", "d"])
+    assert s.excluded == ["d"]
+    expected_ap = average_precision_score(y[:, :3], p[:, :3], average="macro") * 100
+    assert np.isclose(s.cmap, expected_ap)
+    expected_f1 = f1_score(y[:, :3], p[:, :3] >= 0.5, average="macro") * 100
+    assert np.isclose(s.f1, expected_f1)
+    assert set(s.per_attribute) == {"a", "b", "c"}
+
+
+def test_bootstrap_ci_brackets_the_estimate_and_narrows_with_n():
+    def ci_width(n):
+        labels = rng.integers(0, 2, n)
+        scores = np.eye(2)[np.where(rng.random(n) < 0.8, labels, 1 - labels)]
+        est = top1(scores, labels)
+        lo, hi = bootstrap_ci(lambda idx: top1(scores[idx], labels[idx]), n, 300)
+        assert lo <= est <= hi
+        return hi - lo
+
+    assert ci_width(2000) < ci_width(100)
+
+
+def test_relative_drop_and_clip_starts():
+    assert relative_drop(80.0, 60.0) == 0.25
+    assert relative_drop(0.0, 10.0) is None
+    assert list(clip_starts(16, 16, 10)) == [0]
+    assert list(clip_starts(64, 16, 4)) == [0, 16, 32, 48]
