@@ -42,6 +42,7 @@ from pabench.data.registry import BENCHMARKS
 from pabench.data.synth import PRESETS, build_synth
 from pabench.errors import PabenchError, unknown_name
 from pabench.metrics import bootstrap_ci, privacy_scores, relative_drop, top1, video_scores
+from pabench.models import build_model
 from pabench.protocols import PROTOCOLS, ProtocolSpec, protocols_for
 from pabench.records import (
     AttackerResult,
@@ -180,39 +181,55 @@ def anonymize(run: Run, sub: Submission, clips: ClipSet, batch: int = 32) -> Cli
     return clips.with_videos(out, f"anonymized:{sub.sha256}")
 
 
-def _fit_predict(run: Run, model: str, task: str, train: ClipSet, test: ClipSet, seed: int,
-                 stage: str) -> tuple[np.ndarray, int]:
-    """Train (or reuse the cached result of) one model and return its test predictions."""
-    p = run.protocol
-    if task == "multiclass":
-        y = train.action
-        n_out = len(train.action_classes)
-    else:
-        y = train.attributes
-        n_out = len(train.attribute_names)
-    if y is None:
-        raise PabenchError(f"{train.name}/{train.split}: has no {task} labels for {stage}")
-    spec = FitSpec(model=model, task=task, num_outputs=n_out, clip_frames=run.frames,  # type: ignore[arg-type]
-                   input_size=run.size, schedule=p.schedule, augment=p.augment, seed=seed,
-                   device=run.device)
-    key = _digest("fit-v1", model, task, train.fingerprint, test.fingerprint, seed,
-                  p.schedule.model_dump(), p.augment, run.frames, run.size, p.clip.test_clips)
-    path = run.work_dir / "fits" / f"{key[:32]}.npz"
-    if path.is_file():
-        try:
-            with np.load(path, allow_pickle=False) as cached:
-                return cached["pred"], int(cached["epochs"])
-        except (OSError, ValueError, KeyError):
-            path.unlink(missing_ok=True)  # unreadable: retrain
-    start = time.perf_counter()
-    net, epochs = fit(spec, train.videos, y, progress=run.progress, stage=stage)
-    pred = predict(net, spec, test.videos, clips=p.clip.test_clips)
-    run.tick("compute_" + ("target" if task == "multiclass" else "attackers"), start)
+def _atomic_save(path: Path, save: Callable[[Path], None]) -> None:
     if _rank0():
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, pred=pred, epochs=epochs)
+        tmp = path.with_name(".tmp-" + path.name)
+        save(tmp)
         os.replace(tmp, path)
+
+
+def _fit_predict(run: Run, model: str, task: str, train: ClipSet, test: ClipSet, seed: int,
+                 stage: str) -> tuple[np.ndarray, int]:
+    """Test predictions of one trained model. Trained weights are cached by everything that
+    determines them (so protocols sharing a training set share the model) and predictions by
+    weights + test set, so a re-run or a killed run never retrains a finished model."""
+    p = run.protocol
+    y = train.action if task == "multiclass" else train.attributes
+    if y is None:
+        raise PabenchError(f"{train.name}/{train.split}: has no {task} labels for {stage}")
+    n_out = len(train.action_classes if task == "multiclass" else train.attribute_names)
+    spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
+                   clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
+                   augment=p.augment, seed=seed, device=run.device)
+    fit_key = _digest("fit-v1", model, task, train.fingerprint, seed, p.schedule.model_dump(),
+                      p.augment, run.frames, run.size)[:32]
+    pred_path = run.work_dir / "predictions" / f"{_digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]}.npz"  # noqa: E501
+    weights_path = run.work_dir / "models" / f"{fit_key}.pt"
+    for path in (pred_path, weights_path):
+        if not path.is_file():
+            continue
+        try:
+            if path == pred_path:
+                with np.load(path, allow_pickle=False) as cached:
+                    return cached["pred"], int(cached["epochs"])
+            state = torch.load(path, map_location=run.device, weights_only=True)
+            net = build_model(model, n_out, run.size).to(run.device)
+            net.load_state_dict(state["weights"])
+            epochs = int(state["epochs"])
+            break
+        except (OSError, ValueError, KeyError, RuntimeError):
+            path.unlink(missing_ok=True)  # unreadable: recompute
+    else:
+        start = time.perf_counter()
+        net, epochs = fit(spec, train.videos, y, progress=run.progress, stage=stage)
+        run.tick("compute_train", start)
+        payload = {"weights": net.state_dict(), "epochs": epochs}
+        _atomic_save(weights_path, lambda f, obj=payload: torch.save(obj, f))
+    start = time.perf_counter()
+    pred = predict(net, spec, test.videos, clips=p.clip.test_clips)
+    run.tick("compute_predict", start)
+    _atomic_save(pred_path, lambda f: np.savez(f, pred=pred, epochs=epochs))
     return pred, epochs
 
 

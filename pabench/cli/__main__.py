@@ -1,0 +1,3 @@
+from pabench.cli import main
+
+main()

@@ -1,0 +1,140 @@
+"""The evaluation engine end to end on pa-synth tiny, with a short schedule."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from pabench.engine import evaluate
+from pabench.errors import PabenchError
+from pabench.protocols import PROTOCOLS, Schedule
+from pabench.records import read_record
+from pabench.submission import SubmissionMeta, export_submission, from_module
+
+QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
+    "id": "test-quick", "attackers": ("tiny2d",),
+    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
+})
+
+
+class Gray(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=1, keepdim=True).expand_as(x).clone()
+
+
+class Black(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+class NaNs(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * float("nan")
+
+
+class Half(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[..., ::2, ::2]
+
+
+def _run(sub, tmp_path, synth_tiny, protocol=QUICK, **kw):
+    return evaluate(sub, protocol, preset="tiny", data_dir=synth_tiny,
+                    output_dir=tmp_path / "results", **kw)
+
+
+def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_path):
+    from pabench.data.clipset import pabench_home
+
+    rec = _run("baseline:identity", tmp_path, synth_tiny)
+    path = tmp_path / "results" / "pa-synth-tiny__test-quick__identity.json"
+    assert read_record(path).metrics == rec.metrics
+    assert rec.raw is not None and rec.raw.action_top1 == rec.metrics.action_top1
+    assert rec.metrics.action_top1_ci[0] <= rec.metrics.action_top1 <= rec.metrics.action_top1_ci[1]
+    assert (tmp_path / "results" / rec.samples[0]).is_file()
+    assert rec.timings["anonymizer_calls"] == rec.timings["anonymized_clips"]  # 1 call per clip
+    fits = sorted((pabench_home() / "runs" / "models").glob("*.pt"))
+    stamps = [f.stat().st_mtime_ns for f in fits]
+    again = _run("baseline:identity", tmp_path, synth_tiny)
+    assert again.metrics == rec.metrics and again.attackers == rec.attackers
+    assert [f.stat().st_mtime_ns for f in fits] == stamps  # nothing retrained
+    assert "score" in again.timings and again.timings.get("compute_train") is None
+
+
+def test_exported_identity_reproduces_raw_reference(synth_tiny, tmp_path):
+    class Copy(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 1.0
+
+    f = export_submission(Copy(), tmp_path / "copy.pt2", frames=8, size=32)
+    rec = _run(f, tmp_path, synth_tiny)
+    assert rec.submission.format == "torch.export"
+    assert rec.raw is not None
+    assert rec.metrics.action_top1 == rec.raw.action_top1  # same pixels, same seed, same model
+    assert rec.metrics.privacy_cmap == rec.raw.privacy_cmap
+    assert rec.metrics.action_drop == 0.0
+
+
+@pytest.mark.parametrize("module, check", [(NaNs(), "finite"), (Half(), "shape")])
+def test_broken_submissions_are_refused_without_a_record(module, check, synth_tiny, tmp_path):
+    f = export_submission(module, tmp_path / "bad.pt2", frames=8, size=32, fmt="torchscript")
+    with pytest.raises(PabenchError, match=check):
+        _run(f, tmp_path, synth_tiny)
+    assert not (tmp_path / "results").exists()
+
+
+def test_pickled_module_is_refused(synth_tiny, tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))
+
+    bad = tmp_path / "evil.pt"
+    bad.write_bytes(pickle.dumps(Evil()))
+    torch.save(Gray(), tmp_path / "module.pt")
+    for f in (bad, tmp_path / "module.pt"):
+        with pytest.raises(PabenchError, match="export"):
+            _run(f, tmp_path, synth_tiny)
+    assert not marker.exists()
+
+
+def test_novel_refuses_declared_overlap(synth_tiny, tmp_path):
+    quick_novel = PROTOCOLS.get("novel").model_copy(update={
+        "id": "test-quick-novel", "attackers": ("tiny2d",), "schedule": QUICK.schedule})
+    meta = SubmissionMeta(name="x", training_data={"action_classes": ["rise", "walk_left"]})
+    sub = from_module("gray", Gray(), meta)
+    with pytest.raises(PabenchError, match="not eligible.*rise"):
+        _run(sub, tmp_path, synth_tiny, protocol=quick_novel)
+
+
+def test_cli_unknown_protocol_is_one_line():
+    out = subprocess.run([sys.executable, "-m", "pabench.cli", "evaluate", "baseline:identity",
+                          "--protocol", "nvel"], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0 and "Did you mean 'novel'" in out.stderr
+
+
+@pytest.mark.slow
+def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
+    proto = PROTOCOLS.get("cross-dataset").model_copy(update={
+        "id": "test-accept", "attackers": ("tiny2d",),
+        "schedule": Schedule(max_epochs=25, patience=4, min_epochs=4)})
+    black = _run(from_module("black", Black()), tmp_path, synth_tiny, protocol=proto)
+    assert black.metrics.action_top1 <= 100 / 8 + 8
+    rate = json.loads((synth_tiny / "synth-privacy" / "pabench.json").read_text())
+    assert rate["name"] == "synth-privacy"
+    assert black.metrics.privacy_cmap <= 56  # attributes are ~50% positive: AP of a constant
+    gray = _run(from_module("gray", Gray()), tmp_path, synth_tiny, protocol=proto)
+    assert gray.raw is not None
+    raw_ap = gray.raw_attackers[0].per_attribute
+    ap = gray.attackers[0].per_attribute
+    assert raw_ap["skin_color"]["ap"] - ap["skin_color"]["ap"] >= 25
+    assert abs(raw_ap["face"]["ap"] - ap["face"]["ap"]) <= 10
+    assert np.isfinite(gray.metrics.privacy_cmap)
