@@ -370,6 +370,16 @@ def _hardware(device: str) -> dict[str, str]:
     return info
 
 
+def init_distributed(device: str) -> str:
+    """Under torchrun, join the process group (gloo on CPU, NCCL on GPU); each rank then takes
+    its local GPU. Returns the device this rank should use."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+    if dist.is_initialized() and device == "cuda":
+        device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
+    return device
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
 
@@ -391,6 +401,7 @@ def evaluate(
 ) -> Record:
     """Score one anonymizer under one protocol; write the record to `output_dir` if given."""
     started = time.perf_counter()
+    device = init_distributed(device)
     spec = protocol if isinstance(protocol, ProtocolSpec) else PROTOCOLS.get(protocol)
     if spec.benchmark != benchmark:
         valid = [p.id for p in protocols_for(benchmark)]

@@ -165,6 +165,9 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+        if distributed:  # BatchNorm statistics drift per rank: take rank 0's everywhere
+            for buf in model.buffers():
+                dist.broadcast(buf, 0)
         score = _score(model, spec, videos[val], targets[val])
         if score > best:
             best, best_epoch, best_state = score, epoch, copy.deepcopy(model.state_dict())
