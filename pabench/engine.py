@@ -233,15 +233,19 @@ def _fit_predict(run: Run, model: str, task: str, train: ClipSet, test: ClipSet,
     return pred, epochs
 
 
-def _align_attributes(train: ClipSet, test: ClipSet) -> list[int]:
-    """Column of the attacker's output for each test attribute (same names required)."""
-    missing = [a for a in test.attribute_names if a not in train.attribute_names]
-    if missing:
-        raise PabenchError(
-            f"{test.name}: attributes {missing} are not labelled in {train.name}; "
-            f"trainable: {', '.join(train.attribute_names)}"
-        )
-    return [train.attribute_names.index(a) for a in test.attribute_names]
+def _align_attributes(train: ClipSet, test: ClipSet) -> Callable[[np.ndarray], np.ndarray]:
+    """Map attacker outputs (train label space) to the test attributes: same names, or, as in
+    VITA for VISPR -> PA-HMDB51, the max over the train attributes that imply a test one."""
+    cols: list[list[int]] = []
+    for attr in test.attribute_names:
+        sources = [attr] if attr in train.attribute_names else test.attribute_map.get(attr, [])
+        if not sources or any(s not in train.attribute_names for s in sources):
+            raise PabenchError(
+                f"{test.name}: attribute '{attr}' is not labelled in {train.name} "
+                f"(trainable: {', '.join(train.attribute_names)})"
+            )
+        cols.append([train.attribute_names.index(s) for s in sources])
+    return lambda probs: np.stack([probs[:, c].max(axis=1) for c in cols], axis=1)
 
 
 def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
@@ -264,7 +268,7 @@ def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
                                     seed, f"{sub.name}: target {p.target} (seed {seed})")
         per_seed_action.append(pred)
         target_epochs = max(target_epochs, epochs)
-    cols = _align_attributes(attack_train, p_test)
+    to_test = _align_attributes(attack_train, p_test)
     names = list(p_test.attribute_names)
     y_priv = p_test.attributes
     assert y_priv is not None
@@ -275,7 +279,7 @@ def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
         for seed in run.seeds:
             pred, epochs = _fit_predict(run, arch, "multilabel", attack_train, an["p_test"], seed,
                                         f"{sub.name}: attacker {arch} (seed {seed})")
-            preds.append(pred[:, cols])
+            preds.append(to_test(pred))
             epochs_used = max(epochs_used, epochs)
         scores = [privacy_scores(pr, y_priv, names) for pr in preds]
         per_attr = {a: {m: float(np.mean([s.per_attribute[a][m] for s in scores]))

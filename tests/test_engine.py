@@ -138,3 +138,21 @@ def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
     assert raw_ap["skin_color"]["ap"] - ap["skin_color"]["ap"] >= 25
     assert abs(raw_ap["face"]["ap"] - ap["face"]["ap"]) <= 10
     assert np.isfinite(gray.metrics.privacy_cmap)
+
+
+def test_vispr_attacker_outputs_map_to_pa_hmdb51_attributes():
+    from pabench.data.clipset import ClipSet
+    from pabench.engine import _align_attributes
+
+    empty = np.zeros((2, 1, 4, 4, 3), np.uint8)
+    train = ClipSet("vispr1", "train", empty, ["a", "b"], "x",
+                    attribute_names=("a17_color", "a9_face_complete", "a10_face_partial"))
+    test = ClipSet("pa-hmdb51", "test", empty, ["a", "b"], "y",
+                   attribute_names=("skin_color", "face"),
+                   attribute_map={"skin_color": ["a17_color"],
+                                  "face": ["a9_face_complete", "a10_face_partial"]})
+    probs = np.array([[0.1, 0.2, 0.9], [0.7, 0.3, 0.1]])
+    np.testing.assert_allclose(_align_attributes(train, test)(probs), [[0.1, 0.9], [0.7, 0.3]])
+    with pytest.raises(PabenchError, match="'face' is not labelled in vispr1"):
+        _align_attributes(ClipSet("vispr1", "train", empty, ["a", "b"], "x",
+                                  attribute_names=("a17_color",)), test)

@@ -8,7 +8,7 @@ import json
 import os
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,8 @@ class ClipSet:
     attributes: np.ndarray | None = None  # float32 [N, A] in {0, 1}
     attribute_names: tuple[str, ...] = ()
     frame_attributes: np.ndarray | None = None  # float32 [N, T, A]
+    # test attribute -> attributes of another label space that imply it (PA-HMDB51 -> VISPR)
+    attribute_map: dict[str, list[str]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.videos)
@@ -49,7 +51,7 @@ class ClipSet:
         fp = hashlib.sha256(f"{self.fingerprint}:{tag}".encode()).hexdigest()
         return ClipSet(
             self.name, self.split, videos, self.video_ids, fp, self.action, self.action_classes,
-            self.attributes, self.attribute_names, self.frame_attributes,
+            self.attributes, self.attribute_names, self.frame_attributes, self.attribute_map,
         )
 
 
@@ -118,6 +120,7 @@ def load_clipset(
         name=meta.name, split=split, videos=videos, video_ids=list(table["video_id"]),
         fingerprint=fingerprint, action=action, action_classes=tuple(meta.action_classes),
         attributes=attrs, attribute_names=tuple(meta.attributes), frame_attributes=frame_attrs,
+        attribute_map=dict(meta.source.get("vispr_ids", {})),
     )
 
 
