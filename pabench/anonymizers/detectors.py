@@ -89,7 +89,7 @@ class OpenCVDetector:
 _ARCHS = {  # state-dict key that identifies the architecture -> torchvision builder name
     "roi_heads.mask_head.": "maskrcnn_resnet50_fpn",
     "backbone.body.layer4.": "fasterrcnn_resnet50_fpn",
-    "backbone.body.features.": "fasterrcnn_mobilenet_v3_large_fpn",
+    "backbone.body.0.": "fasterrcnn_mobilenet_v3_large_fpn",
 }
 
 

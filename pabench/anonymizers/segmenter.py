@@ -71,6 +71,7 @@ class SegmenterMasker(nn.Module):
         super().__init__()
         self.net = net.eval()
         self.dilate = dilate
+        self.channels = len(CHANNELS)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, t, h, w = x.shape
@@ -79,7 +80,7 @@ class SegmenterMasker(nn.Module):
         if self.dilate > 0:
             k = 2 * self.dilate + 1
             masks = F.max_pool2d(masks, k, stride=1, padding=self.dilate)
-        return masks.reshape(b, t, len(CHANNELS), h, w).permute(0, 2, 1, 3, 4)
+        return masks.reshape(b, t, self.channels, h, w).permute(0, 2, 1, 3, 4)
 
 
 def render_frames(preset: str, dataset: str, clips: int, seed: int = 0) -> tuple[np.ndarray, ...]:
