@@ -102,7 +102,7 @@ class _Residual(nn.Module):
 class TinyResNet2D(nn.Module):
     """A ResNet-style attacker at pa-synth scale (a different inductive bias from Tiny2D)."""
 
-    def __init__(self, num_classes: int, width: int = 24) -> None:
+    def __init__(self, num_classes: int, width: int = 16) -> None:
         super().__init__()
         w = width
         self.features = nn.Sequential(
