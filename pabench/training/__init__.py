@@ -94,8 +94,8 @@ def clip_starts(length: int, frames: int, clips: int) -> np.ndarray:
 @torch.no_grad()
 def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10,
             batch_size: int = 64) -> np.ndarray:
-    """Video models: softmax per clip, [N, K, C]. Frame models: sigmoid averaged over
-    `eval_frames` equidistant frames, [N, A]."""
+    """Video models: softmax per clip, [N, K, C]. Frame models: probabilities (sigmoid for
+    multi-label, softmax otherwise) averaged over `eval_frames` equidistant frames, [N, C]."""
     model.eval()
     kind = MODELS.get(spec.model).kind
     length = videos.shape[1]
@@ -116,14 +116,17 @@ def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10
         chunk = videos[i:i + batch_size][:, t]  # [b, k, H, W, 3]
         b, k = chunk.shape[:2]
         x = _to_float(chunk.reshape(b * k, *chunk.shape[2:]).transpose(0, 3, 1, 2), spec.device)
-        prob = torch.sigmoid(model(x)).view(b, k, -1).mean(1)
+        logits = model(x)
+        prob = torch.sigmoid(logits) if spec.task == "multilabel" else torch.softmax(logits, 1)
+        prob = prob.view(b, k, -1).mean(1)
         out.append(prob.cpu().numpy())
     return np.concatenate(out)
 
 
 def _score(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray) -> float:
     if spec.task == "multiclass":
-        return top1(predict(model, spec, videos, clips=1)[:, 0], targets)
+        pred = predict(model, spec, videos, clips=1)
+        return top1(pred if pred.ndim == 2 else pred[:, 0], targets)
     names = [str(j) for j in range(targets.shape[1])]
     return privacy_scores(predict(model, spec, videos), targets, names).cmap
 
