@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from torchvision.transforms.functional import rgb_to_grayscale
 
 from pabench.engine import evaluate
 from pabench.errors import PabenchError
@@ -25,8 +26,11 @@ QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
 
 
 class Gray(nn.Module):
+    """Luma grayscale (ITU-R 601 weights, as torchvision's rgb_to_grayscale)."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.mean(dim=1, keepdim=True).expand_as(x).clone()
+        gray = rgb_to_grayscale(x.transpose(1, 2), num_output_channels=3)
+        return gray.transpose(1, 2).contiguous()
 
 
 class Black(nn.Module):
@@ -124,7 +128,7 @@ def test_cli_unknown_protocol_is_one_line():
 @pytest.mark.slow
 def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
     proto = PROTOCOLS.get("cross-dataset").model_copy(update={
-        "id": "test-accept", "attackers": ("tiny2d",),
+        "id": "test-accept", "attackers": ("tiny-resnet2d",),
         "schedule": Schedule(max_epochs=25, patience=4, min_epochs=4)})
     black = _run(from_module("black", Black()), tmp_path, synth_tiny, protocol=proto)
     assert black.metrics.action_top1 <= 100 / 8 + 8

@@ -34,7 +34,7 @@ class Schedule(_Frozen):
     """Targets and attackers train to convergence: early stopping on a held-out split."""
 
     max_epochs: int = 40
-    patience: int = 5
+    patience: int = 4
     min_epochs: int = 4
     batch_size: int = 32
     lr: float = 2e-3

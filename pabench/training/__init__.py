@@ -43,6 +43,7 @@ class FitSpec:
     device: str = "cpu"
     pretrained_weights: Path | None = None
     eval_frames: int = 8  # frames per video an attacker averages over at test time
+    frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
 
 
 def _to_float(x: np.ndarray, device: str) -> torch.Tensor:
@@ -139,6 +140,9 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
     kind = MODELS.get(spec.model).kind
+    # A frame model sees `frames_per_epoch` random frames of each video per epoch: one frame
+    # gives too few steps per epoch, and early stopping then halts attackers on a plateau.
+    reps = min(spec.frames_per_epoch, videos.shape[1]) if kind == "frame" else 1
     order = rng.permutation(len(videos))
     n_val = max(1, int(round(len(videos) * sched.val_fraction)))
     val, train = order[:n_val], order[n_val:]
@@ -157,7 +161,7 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     best, best_state, best_epoch, epoch = -np.inf, None, 0, 0
     for epoch in range(1, sched.max_epochs + 1):
         net.train()
-        perm = rng.permutation(train)
+        perm = rng.permutation(np.repeat(train, reps))
         for i in range(0, len(perm) - sched.batch_size // 2, sched.batch_size):
             idx = perm[i:i + sched.batch_size][rank::world]
             x = _to_float(_batch(videos, idx, kind, spec.clip_frames, rng), spec.device)
