@@ -139,6 +139,10 @@ def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
     assert gray.raw is not None
     raw_ap = gray.raw_attackers[0].per_attribute
     ap = gray.attackers[0].per_attribute
+    print(f"acceptance: black top-1 {black.metrics.action_top1:.1f} cMAP "
+          f"{black.metrics.privacy_cmap:.1f}; gray skin_color AP {ap['skin_color']['ap']:.1f} "
+          f"(raw {raw_ap['skin_color']['ap']:.1f}), face AP {ap['face']['ap']:.1f} "
+          f"(raw {raw_ap['face']['ap']:.1f})")
     assert raw_ap["skin_color"]["ap"] - ap["skin_color"]["ap"] >= 25
     assert abs(raw_ap["face"]["ap"] - ap["face"]["ap"]) <= 10
     assert np.isfinite(gray.metrics.privacy_cmap)

@@ -42,18 +42,21 @@ def sets(synth_tiny):
 @pytest.mark.slow
 def test_3d_classifier_learns_actions_from_motion(sets):
     acc = _fit_action("tiny3d", sets["synth-action", "train"], sets["synth-action", "test"])
+    print(f"validity: tiny3d action top-1 {acc:.1f}")
     assert acc >= 80, acc
 
 
 @pytest.mark.slow
 def test_single_frames_carry_no_action(sets):
     acc = _fit_action("tiny2d", sets["synth-action", "train"], sets["synth-action", "test"])
+    print(f"validity: tiny2d single-frame action top-1 {acc:.1f} (chance {CHANCE:.1f})")
     assert acc <= CHANCE + 15, acc
 
 
 @pytest.mark.slow
 def test_2d_attacker_recovers_known_attributes(sets):
     cmap = _fit_privacy(sets["synth-privacy", "train"], sets["synth-privacy", "test"])
+    print(f"validity: tiny2d attacker cMAP {cmap:.1f}")
     assert cmap >= 80, cmap
 
 
@@ -68,6 +71,8 @@ def test_all_zero_clips_fall_to_chance_and_base_rate(sets):
     test = sets["synth-privacy", "test"]
     cmap = _fit_privacy(zero(sets["synth-privacy", "train"]), zero(test))
     base_rate = float(test.attributes.mean() * 100)
+    print(f"validity: all-zero clips: action top-1 {acc:.1f}, cMAP {cmap:.1f} "
+          f"(base rate {base_rate:.1f})")
     assert cmap <= base_rate + 6, (cmap, base_rate)
 
 
