@@ -37,7 +37,7 @@ from pabench.data.clipset import (
     read_cached_array,
     write_cached_array,
 )
-from pabench.data.hub import META_FILE
+from pabench.data.hub import META_FILE, check_writable
 from pabench.data.registry import BENCHMARKS
 from pabench.data.synth import PRESETS, build_synth
 from pabench.errors import PabenchError, unknown_name
@@ -413,6 +413,8 @@ def evaluate(
             f"protocol '{spec.id}' belongs to benchmark '{spec.benchmark}', not '{benchmark}' "
             f"(valid here: {', '.join(valid)})"
         )
+    if output_dir is not None:
+        check_writable(Path(output_dir))  # fail before hours of training, not after
     work_dir = pabench_home() / "runs"
     root = ensure_data(benchmark, preset, data_dir, progress)
     native = PRESETS.get(preset)
