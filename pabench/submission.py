@@ -356,8 +356,11 @@ def load_submission(path: Path, meta_path: Path | None = None, device: str = "cp
 def from_module(
     name: str, module: torch.nn.Module, meta: SubmissionMeta | None = None
 ) -> Submission:
-    """Wrap an in-repo baseline; the hash covers class and weights so it is stable across runs."""
-    h = hashlib.sha256(f"{type(module).__module__}.{type(module).__qualname__}".encode())
+    """Wrap an in-repo baseline. The hash covers the name (which fixes a baseline's settings:
+    downsample-2x and -4x share a class and have no weights), the class, its repr and weights,
+    so it is stable across runs and distinct across configurations."""
+    cls = f"{type(module).__module__}.{type(module).__qualname__}"
+    h = hashlib.sha256(f"{name}|{cls}|{module!r}".encode())
     for key, t in sorted(module.state_dict().items()):
         t = t.detach().cpu().contiguous()
         h.update(f"{key}:{t.dtype}:{tuple(t.shape)}".encode())

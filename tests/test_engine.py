@@ -164,3 +164,15 @@ def test_vispr_attacker_outputs_map_to_pa_hmdb51_attributes():
     with pytest.raises(PabenchError, match="'face' is not labelled in vispr1"):
         _align_attributes(ClipSet("vispr1", "train", empty, ["a", "b"], "x",
                                   attribute_names=("a17_color",)), test)
+
+
+def test_baselines_sharing_a_class_get_distinct_hashes():
+    """downsample-2x and -4x share a class and have no weights: the name must enter the hash,
+    or their anonymized-data caches would collide."""
+    from pabench.anonymizers import BuildContext, get_anonymizer
+
+    ctx = BuildContext(preset="tiny")
+    names = ["identity", "downsample-2x", "downsample-4x", "downsample-16x"]
+    hashes = {from_module(n, get_anonymizer(n).build(ctx)).sha256 for n in names}
+    assert len(hashes) == len(names)
+    assert from_module("downsample-2x", get_anonymizer("downsample-2x").build(ctx)).sha256 in hashes
