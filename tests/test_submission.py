@@ -190,10 +190,11 @@ def test_from_module_hash_stable_and_weight_sensitive() -> None:
     a = SmallConv()
     b = SmallConv()
     b.load_state_dict(a.state_dict())
-    assert from_module("a", a).sha256 == from_module("b", b).sha256
+    assert from_module("a", a).sha256 == from_module("a", b).sha256
+    assert from_module("a", a).sha256 != from_module("b", a).sha256  # the name is part of it
     with torch.no_grad():
         b.conv.bias += 1
-    assert from_module("a", a).sha256 != from_module("b", b).sha256
+    assert from_module("a", a).sha256 != from_module("a", b).sha256
     assert from_module("a", a).format == "baseline"
 
 
