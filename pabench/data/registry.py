@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -51,11 +50,6 @@ _SYNTH_ROLES = {
 }
 for _name, (_role, _what) in _SYNTH_ROLES.items():
     DATASETS.add(_name, DatasetSpec(_name, f"pa-synth: {_what}", _role, "mit", True))
-
-
-def dataset_folder(data_dir: Path, name: str) -> Path:
-    DATASETS.get(name)  # validates the name
-    return Path(data_dir) / name
 
 
 def register_real_builders() -> None:

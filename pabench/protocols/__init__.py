@@ -71,7 +71,6 @@ PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
 SYNTH_ATTACKERS = ("tiny2d", "tiny-resnet2d", "mobilenet_v3_small")
 SYNTH_UNSEEN = ("tiny2d-wide", "shufflenet_v2_x0_5", "tiny-vit2d")
 REAL_ATTACKERS = ("resnet18", "resnet50", "mobilenet_v2")
-REAL_UNSEEN = ("resnet101", "efficientnet_b0", "vit_b_16")
 
 _synth = dict(benchmark="pa-synth", version=1, target="tiny3d", attackers=SYNTH_ATTACKERS)
 _real = dict(
