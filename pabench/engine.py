@@ -165,9 +165,11 @@ def anonymize(run: Run, sub: Submission, clips: ClipSet, batch: int = 32) -> Cli
                 y = sub.module(x)
                 calls += x.shape[0]
                 if y.shape != x.shape or not torch.isfinite(y).all():
+                    problem = ("non-finite" if y.shape == x.shape
+                               else f"of shape {list(y.shape)}, expected {list(x.shape)}")
                     raise PabenchError(
                         f"submission {sub.name}: output on {clips.name}/{clips.split} videos "
-                        f"{i}..{i + len(x) - 1} is {'non-finite' if y.shape == x.shape else 'of shape ' + str(list(y.shape))}"  # noqa: E501
+                        f"{i}..{i + len(x) - 1} is {problem}"
                     )
                 frames = y.clamp(0, 1).mul(255).round().byte().permute(0, 2, 3, 4, 1)
                 out[i:i + batch, s:s + run.frames] = frames.cpu().numpy()
@@ -204,7 +206,8 @@ def _fit_predict(run: Run, model: str, task: str, train: ClipSet, test: ClipSet,
                    augment=p.augment, seed=seed, device=run.device)
     fit_key = _digest("fit-v1", model, task, train.fingerprint, seed, p.schedule.model_dump(),
                       p.augment, run.frames, run.size)[:32]
-    pred_path = run.work_dir / "predictions" / f"{_digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]}.npz"  # noqa: E501
+    pred_key = _digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
+    pred_path = run.work_dir / "predictions" / f"{pred_key}.npz"
     weights_path = run.work_dir / "models" / f"{fit_key}.pt"
     for path in (pred_path, weights_path):
         if not path.is_file():
