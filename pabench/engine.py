@@ -11,6 +11,7 @@ per protocol version and data fingerprint, and a killed run resumes without retr
 
 from __future__ import annotations
 
+import atexit
 import datetime as dt
 import hashlib
 import json
@@ -377,11 +378,19 @@ def _hardware(device: str) -> dict[str, str]:
     return info
 
 
+def _shutdown_distributed() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def init_distributed(device: str) -> str:
     """Under torchrun, join the process group (gloo on CPU, NCCL on GPU); each rank then takes
     its local GPU. Returns the device this rank should use."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+        # Gloo's worker threads abort the process (SIGABRT) if the group is still alive while
+        # the interpreter shuts down; tear it down while Python is intact.
+        atexit.register(_shutdown_distributed)
     if dist.is_initialized() and device == "cuda":
         device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
     return device
