@@ -43,3 +43,13 @@ def test_unknown_dataset_and_unwritable_out_are_one_line(tmp_path):
     out = _pabench("datasets", "build", "pa-synth", "--preset", "tiny", "--out", str(blocker))
     assert out.returncode == 2 and "not writable" in out.stderr
     assert out.stderr.strip().count("\n") == 0
+
+
+def test_evaluate_picks_the_cpu_preset_and_checks_output_first(tmp_path):
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    out = _pabench("evaluate", "baseline:identity", "--output-dir", str(blocker / "results"))
+    assert out.returncode == 2
+    first, error = out.stderr.strip().split("\n")
+    assert first.startswith("preset: tiny (auto for device cpu")
+    assert "not writable" in error

@@ -56,7 +56,8 @@ def evaluate(
     protocol: str = typer.Option("known", help="Protocol id, or 'all' for every protocol of "
                                  "the benchmark"),
     benchmark: str = typer.Option("pa-synth", help="pa-synth or real"),
-    preset: str = typer.Option("standard", help="pa-synth preset: tiny or standard"),
+    preset: str = typer.Option("auto", help="pa-synth preset: tiny, standard, or auto "
+                               "(standard on a GPU, tiny on CPU)"),
     output_dir: Path = typer.Option(Path("leaderboard/results"), help="Where records go"),
     data_dir: Path | None = typer.Option(None, help="Built datasets (default: PABENCH_HOME)"),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
@@ -66,7 +67,14 @@ def evaluate(
 ) -> None:
     """Score an anonymizer: fresh targets and attackers trained on its output."""
     from pabench.anonymizers.baselines import expand_names
+    from pabench.data.synth import auto_preset
     from pabench.engine import evaluate as run_evaluation
+
+    if preset == "auto":
+        preset = auto_preset(device)
+        if benchmark == "pa-synth":
+            typer.echo(f"preset: {preset} (auto for device {device}; --preset standard for "
+                       "the full-size benchmark)", err=True)
 
     names = ([f"baseline:{n}" for n in expand_names(submission.split(":", 1)[1])]
              if submission.startswith("baseline:") else [submission])

@@ -73,6 +73,13 @@ PRESETS: dict[str, Preset] = {
 }
 
 
+def auto_preset(device: str) -> str:
+    """`standard` where its training is affordable (a GPU), `tiny` on CPU: one standard
+    tiny3d epoch takes minutes per core (benchmarks/bench_model_cost.py), so a CPU user
+    asking for a quick score would otherwise wait hours."""
+    return "standard" if device.startswith("cuda") else "tiny"
+
+
 @dataclass(frozen=True)
 class SynthDatasetSpec:
     """Which action set and which label columns a pa-synth dataset exposes."""
