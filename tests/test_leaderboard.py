@@ -314,3 +314,22 @@ def test_serve_binds_loopback(site: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_scatter_labels_never_overprint():
+    from pabench.leaderboard.scatter import CHAR_PX, LABEL_PX, Point, _overlaps, _place_labels
+
+    def pt(x: float, y: float, name: str, pareto: bool = False) -> Point:
+        return Point(x, y, x, x, y, y, name, name, name, pareto, False)
+
+    crowd = [pt(200 + i, 100 + i, f"entry-{i}", pareto=i == 7) for i in range(8)]
+    placed = _place_labels(crowd, (0, 0, 600, 400), [])
+    boxes = []
+    for p in placed:
+        if p.label:
+            w = len(p.label) * CHAR_PX
+            x0 = {"start": p.label_x, "end": p.label_x - w, "middle": p.label_x - w / 2}[p.anchor]
+            boxes.append((x0, p.label_y - LABEL_PX + 2, x0 + w, p.label_y + 3))
+    assert placed[7].label == "entry-7"  # Pareto entries are labelled first
+    assert 2 <= len(boxes) < 8  # a crowd cannot all be labelled; the rest keep tooltips
+    assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])

@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pabench.leaderboard.tables import Table
 
-WIDTH, HEIGHT = 460, 340
-LEFT, RIGHT, TOP, BOTTOM = 56, 18, 18, 48
+WIDTH, HEIGHT = 600, 400
+LEFT, RIGHT, TOP, BOTTOM = 56, 18, 26, 48
 LABEL_CHARS = 22
+CHAR_PX, LABEL_PX, MARK_PX = 6.2, 11.0, 6.0  # 11px label font; marker half-size
+# Label spots tried in order around a marker: (dx, dy of the text baseline, text-anchor)
+SPOTS = ((8, -7, "start"), (-8, -7, "end"), (8, 15, "start"), (-8, 15, "end"),
+         (0, -10, "middle"), (0, 19, "middle"))
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1
 
 
 @dataclass(frozen=True)
@@ -30,7 +36,9 @@ class Point:
     tooltip: str
     pareto: bool
     reference: bool
-    label_left: bool
+    label_x: float = 0.0
+    label_y: float = 0.0
+    anchor: str = "start"
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,36 @@ def _ticks(
     return [Tick(to_px(lo + i * step), f"{lo + i * step:g}") for i in range(n + 1)]
 
 
+def _overlaps(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _place_labels(points: list[Point], bounds: Box, obstacles: list[Box]) -> list[Point]:
+    """Greedy placement: Pareto and reference labels first, each at the first spot that
+    overlaps no marker and no placed label; a label with no free spot is dropped (the marker
+    keeps its tooltip and the table has the row), so text never overprints text."""
+    taken = obstacles + [(p.x - MARK_PX, p.y - MARK_PX, p.x + MARK_PX, p.y + MARK_PX)
+                         for p in points]
+    placed: dict[int, Point] = {}
+    for i in sorted(range(len(points)), key=lambda i: (not points[i].pareto,
+                                                        not points[i].reference, points[i].y)):
+        p = points[i]
+        width = len(p.label) * CHAR_PX
+        for dx, dy, anchor in SPOTS:
+            x, y = p.x + dx, p.y + dy
+            x0 = {"start": x, "end": x - width, "middle": x - width / 2}[anchor]
+            box = (x0, y - LABEL_PX + 2, x0 + width, y + 3)
+            inside = (bounds[0] <= box[0] and box[2] <= bounds[2] and bounds[1] <= box[1]
+                      and box[3] <= bounds[3])
+            if inside and not any(_overlaps(box, t) for t in taken):
+                taken.append(box)
+                placed[i] = replace(p, label_x=round(x, 1), label_y=round(y, 1), anchor=anchor)
+                break
+        else:
+            placed[i] = replace(p, label="")
+    return [placed[i] for i in range(len(points))]
+
+
 def scatter(table: Table) -> Scatter:
     """Lay out one table's entries; CIs become whiskers, the Pareto front a line."""
     ref = table.reference
@@ -108,8 +146,11 @@ def scatter(table: Table) -> Scatter:
             tooltip=f"{e.name}: action top-1 {m.action_top1:.1f}, "
             f"privacy cMAP {m.privacy_cmap:.1f}",
             pareto=e.pareto, reference=e.is_reference,
-            label_left=x > LEFT + (right - LEFT) * 0.6,
         ))
+    # the "raw" tag the template writes at the right end of the reference line
+    raw_tag = ([(right - 4 - 3 * CHAR_PX, py(ref.action_top1) - 5 - LABEL_PX, right - 4,
+                 py(ref.action_top1) - 2)] if ref is not None else [])
+    points = _place_labels(points, (LEFT + 2, 2, right - 2, bottom - 2), raw_tag)
     front = sorted((p for p in points if p.pareto), key=lambda p: p.x)
     return Scatter(
         width=WIDTH, height=HEIGHT, left=LEFT, right=right, top=TOP, bottom=bottom,
