@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -42,9 +43,15 @@ from pabench.data.hub import META_FILE, check_writable
 from pabench.data.registry import BENCHMARKS
 from pabench.data.synth import PRESETS, build_synth
 from pabench.errors import PabenchError, unknown_name
-from pabench.metrics import bootstrap_ci, privacy_scores, relative_drop, top1, video_scores
+from pabench.metrics import (
+    action_score,
+    bootstrap_ci,
+    privacy_scores,
+    relative_drop,
+    video_scores,
+)
 from pabench.models import build_model
-from pabench.protocols import PROTOCOLS, ProtocolSpec, protocols_for
+from pabench.protocols import PROTOCOLS, DataRef, ProtocolSpec, protocols_for
 from pabench.records import (
     AttackerResult,
     BenchmarkRef,
@@ -126,8 +133,10 @@ def ensure_data(benchmark: str, preset: str, data_dir: Path | None,
     return data_dir or pabench_home() / "datasets"
 
 
-def _load(run: Run, dataset: str, split: str) -> ClipSet:
-    key = (dataset, split)
+def _load(run: Run, ref: DataRef) -> ClipSet:
+    """A split as built, loaded once per run; label views are taken later (`_view`) so that
+    views of one split share its videos and its anonymized copy."""
+    dataset, key = ref.dataset, (ref.dataset, ref.split)
     if key not in run.sets:
         root = run.data_dir / dataset
         if not (root / META_FILE).is_file():
@@ -137,10 +146,14 @@ def _load(run: Run, dataset: str, split: str) -> ClipSet:
             )
         real = run.benchmark == "real"
         run.sets[key] = load_clipset(
-            root, split, frames=run.frames * REAL_FRAMES_PER_CLIP if real else None,
+            root, ref.split, frames=run.frames * REAL_FRAMES_PER_CLIP if real else None,
             size=run.size if real else None, cache_dir=run.work_dir / "decoded",
         )
     return run.sets[key]
+
+
+def _view(clips: ClipSet, ref: DataRef) -> ClipSet:
+    return clips if ref.labels is None else clips.view(ref.labels)
 
 
 @torch.no_grad()
@@ -192,16 +205,18 @@ def _atomic_save(path: Path, save: Callable[[Path], None]) -> None:
         os.replace(tmp, path)
 
 
-def _fit_predict(run: Run, model: str, task: str, train: ClipSet, test: ClipSet, seed: int,
-                 stage: str) -> tuple[np.ndarray, int]:
-    """Test predictions of one trained model. Trained weights are cached by everything that
-    determines them (so protocols sharing a training set share the model) and predictions by
-    weights + test set, so a re-run or a killed run never retrains a finished model."""
+def _fit_predict(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
+                 test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, int]:
+    """Test predictions of one model trained on `train`'s action or attribute labels (multi-
+    label when they are multi-hot). Trained weights are cached by everything that determines
+    them (so protocols sharing a training set share the model) and predictions by weights +
+    test set, so a re-run or a killed run never retrains a finished model."""
     p = run.protocol
-    y = train.action if task == "multiclass" else train.attributes
+    y = train.action if target == "action" else train.attributes
     if y is None:
-        raise PabenchError(f"{train.name}/{train.split}: has no {task} labels for {stage}")
-    n_out = len(train.action_classes if task == "multiclass" else train.attribute_names)
+        raise PabenchError(f"{train.name}/{train.split}: has no {target} labels for {stage}")
+    task = "multilabel" if y.ndim == 2 else "multiclass"
+    n_out = len(train.action_classes if target == "action" else train.attribute_names)
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
                    clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
                    augment=p.augment, seed=seed, device=run.device)
@@ -255,35 +270,44 @@ def _align_attributes(train: ClipSet, test: ClipSet) -> Callable[[np.ndarray], n
 def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
     """Train and test the target and every attacker on `sub`'s anonymized data."""
     p = run.protocol
-    a_train = _load(run, **p.action_train.model_dump())
-    a_test = _load(run, **p.action_test.model_dump())
-    p_train, p_test = (_load(run, **p.privacy_train.model_dump()),
-                       _load(run, **p.privacy_test.model_dump()))
-    an = {k: anonymize(run, sub, s) for k, s in
-          {"a_train": a_train, "a_test": a_test, "p_train": p_train, "p_test": p_test}.items()}
-    attack_train = an["p_train"] if p.attacker_training == "anonymized" else p_train
-    labels = a_test.action
+    refs = {"a_train": p.action_train, "a_test": p.action_test,
+            "p_train": p.privacy_train, "p_test": p.privacy_test}
+    anonymized: dict[tuple[str, str], ClipSet] = {}
+    for ref in refs.values():
+        if (ref.dataset, ref.split) not in anonymized:
+            anonymized[ref.dataset, ref.split] = anonymize(run, sub, _load(run, ref))
+    an = {k: _view(anonymized[ref.dataset, ref.split], ref) for k, ref in refs.items()}
+    attack_train = (an["p_train"] if p.attacker_training == "anonymized"
+                    else _view(_load(run, p.privacy_train), p.privacy_train))
+    labels = an["a_test"].action
     if labels is None:
-        raise PabenchError(f"{a_test.name}/{a_test.split}: has no action labels")
+        raise PabenchError(f"{p.action_test}: has no action labels")
+    multilabel = labels.ndim == 2
+    train_action = an["a_train"].action
+    if multilabel and (train_action is None or train_action.ndim != 2
+                       or an["a_train"].action_classes != an["a_test"].action_classes):
+        raise PabenchError(f"{p.action_train} and {p.action_test}: multi-label action training "
+                           "needs the same action tags on both sides")
+    action_names = list(an["a_test"].action_classes)
     per_seed_action = []
     target_epochs = 0
     for seed in run.seeds:
-        pred, epochs = _fit_predict(run, p.target, "multiclass", an["a_train"], an["a_test"],
+        pred, epochs = _fit_predict(run, p.target, "action", an["a_train"], an["a_test"],
                                     seed, f"{sub.name}: target {p.target} (seed {seed})")
         per_seed_action.append(pred)
         target_epochs = max(target_epochs, epochs)
-    to_test = _align_attributes(attack_train, p_test)
-    names = list(p_test.attribute_names)
-    y_priv = p_test.attributes
+    to_test = _align_attributes(attack_train, an["p_test"])
+    names = list(an["p_test"].attribute_names)
+    y_priv = an["p_test"].attributes
     assert y_priv is not None
     attacker_preds: dict[str, list[np.ndarray]] = {}
     attackers = []
     for arch in p.attackers:
         preds, epochs_used = [], 0
         for seed in run.seeds:
-            pred, epochs = _fit_predict(run, arch, "multilabel", attack_train, an["p_test"], seed,
-                                        f"{sub.name}: attacker {arch} (seed {seed})")
-            preds.append(to_test(pred))
+            pred, epochs = _fit_predict(run, arch, "attributes", attack_train, an["p_test"],
+                                        seed, f"{sub.name}: attacker {arch} (seed {seed})")
+            preds.append(to_test(pred if pred.ndim == 2 else video_scores(pred)))
             epochs_used = max(epochs_used, epochs)
         scores = [privacy_scores(pr, y_priv, names) for pr in preds]
         per_attr = {a: {m: float(np.mean([s.per_attribute[a][m] for s in scores]))
@@ -297,7 +321,14 @@ def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
     worst_f1 = max(attackers, key=lambda a: a.f1)
 
     def action_stat(idx: np.ndarray) -> float:
-        return float(np.mean([top1(video_scores(pr[idx]), labels[idx]) for pr in per_seed_action]))
+        return float(np.mean([action_score(video_scores(pr[idx]), labels[idx], action_names)
+                              for pr in per_seed_action]))
+
+    def clip_action(pr: np.ndarray) -> float:
+        """Every clip scored on its own, against its video's labels."""
+        k = pr.shape[1]
+        return action_score(pr.reshape(-1, pr.shape[-1]), np.repeat(labels, k, axis=0),
+                            action_names)
 
     def privacy_stat(arch: str, metric: str) -> Callable[[np.ndarray], float]:
         def stat(idx: np.ndarray) -> float:
@@ -307,12 +338,11 @@ def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
         return stat
 
     n_a, n_p = len(labels), len(y_priv)
-    clip_top1 = float(np.mean([
-        (pr.argmax(-1) == labels[:, None]).mean() * 100 for pr in per_seed_action]))
     metrics = Metrics(
         action_top1=action_stat(np.arange(n_a)),
         action_top1_ci=bootstrap_ci(action_stat, n_a, BOOTSTRAP_RESAMPLES),
-        action_top1_clip=clip_top1,
+        action_top1_clip=float(np.mean([clip_action(pr) for pr in per_seed_action])),
+        action_metric="cmap" if multilabel else "top1",
         privacy_cmap=worst.cmap,
         privacy_cmap_ci=bootstrap_ci(privacy_stat(worst.arch, "cmap"), n_p, BOOTSTRAP_RESAMPLES),
         privacy_f1=worst_f1.f1,
@@ -326,19 +356,31 @@ def _score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
     return metrics, attackers
 
 
+def _declares(entry: str, ref: DataRef) -> bool:
+    """Whether a declared training dataset covers a test set: a bare name ("p-hvu") means all
+    of its labels, a label view ("p-hvu:scenes") only that group."""
+    name, _, labels = entry.partition(":")
+    return name == ref.dataset and (not labels or ref.labels is None or labels == ref.labels)
+
+
 def _check_eligible(run: Run, sub: Submission) -> str:
-    """Novel protocols: a declared overlap with the test classes/attributes is refused."""
+    """Novel protocols: a declared overlap with the novel side's test set, classes or
+    attributes is refused (a known side, such as P-HVU actions in scenes -> objects, is not)."""
     if not run.protocol.novel:
         return "n/a"
     declared = sub.meta.training_data
     if not (declared.datasets or declared.action_classes or declared.attributes):
         return "undeclared"
     p = run.protocol
-    test_sets = {p.action_test.dataset, p.privacy_test.dataset}
-    classes = set(_load(run, **p.action_test.model_dump()).action_classes)
-    attrs = set(_load(run, **p.privacy_test.model_dump()).attribute_names)
-    overlap = (test_sets & set(declared.datasets)) | (classes & set(declared.action_classes)) | (
-        attrs & set(declared.attributes))
+    overlap: set[str] = set()
+    for side in p.novel_sides:
+        ref = p.action_test if side == "action" else p.privacy_test
+        clips = _view(_load(run, ref), ref)
+        overlap |= {d for d in declared.datasets if _declares(d, ref)}
+        if side == "action":
+            overlap |= set(clips.action_classes) & set(declared.action_classes)
+        else:
+            overlap |= set(clips.attribute_names) & set(declared.attributes)
     if overlap:
         raise PabenchError(
             f"submission {sub.name}: not eligible for protocol '{p.id}': its declared training "
@@ -475,7 +517,7 @@ def evaluate(
     if output_dir is not None and _rank0():
         name = slug(record.key)
         sample = Path("samples") / f"{name}.png"
-        p_test = _load(run, **spec.privacy_test.model_dump())
+        p_test = _load(run, spec.privacy_test)
         _samples(run, p_test, anonymize(run, sub, p_test), Path(output_dir) / sample)
         record.samples = [sample.as_posix()]
         write_record(record, Path(output_dir) / f"{name}.json")

@@ -1,4 +1,5 @@
-"""Metrics of the field: video-level top-1, cMAP (macro AP), mean F1 at p=0.5, bootstrap CIs.
+"""Metrics of the field: video-level top-1 (or, for multi-label actions such as P-HVU's, action
+cMAP), privacy cMAP (macro AP), mean F1 at p=0.5, bootstrap CIs.
 
 Scores are percentages (0-100). cMAP follows the authors' code (scikit-learn average precision
 per attribute, macro-averaged); F1 thresholds sigmoid *probabilities* at 0.5 (the SPAct-lineage
@@ -14,7 +15,8 @@ from sklearn.metrics import average_precision_score, f1_score
 
 
 def video_scores(clip_probs: np.ndarray) -> np.ndarray:
-    """Average softmax probabilities over a video's clips: [N, K, C] -> [N, C]."""
+    """Average per-clip probabilities (softmax, or sigmoid when multi-label) over a video's
+    clips: [N, K, C] -> [N, C]."""
     return clip_probs.mean(axis=1)
 
 
@@ -48,6 +50,14 @@ def privacy_scores(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> P
     cmap = float(np.mean([v["ap"] for v in per.values()]))
     f1 = float(np.mean([v["f1"] for v in per.values()]))
     return PrivacyScores(cmap, f1, per, excluded)
+
+
+def action_score(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> float:
+    """Top-1 for single-label actions (labels [N]); for multi-label ones (multi-hot [N, C]) the
+    cMAP over action classes with a positive, as SPAct reports P-HVU actions."""
+    if labels.ndim == 2:
+        return privacy_scores(probs, labels, names).cmap
+    return top1(probs, labels)
 
 
 def bootstrap_ci(

@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -47,9 +48,13 @@ class AttackerResult(_Strict):
 
 
 class Metrics(_Strict):
+    """Scores in percent. The `action_top1*` fields hold the protocol's utility score, which
+    `action_metric` names: video top-1, or cMAP for multi-label actions (P-HVU)."""
+
     action_top1: float
     action_top1_ci: tuple[float, float]
     action_top1_clip: float
+    action_metric: Literal["top1", "cmap"] = "top1"
     privacy_cmap: float
     privacy_cmap_ci: tuple[float, float]
     privacy_f1: float

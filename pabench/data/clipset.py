@@ -7,8 +7,9 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from pabench.data.hub import decode_video, read_meta, split_fingerprint
-from pabench.errors import PabenchError
+from pabench.errors import PabenchError, unknown_name
 
 
 def pabench_home() -> Path:
@@ -33,13 +34,15 @@ class ClipSet:
     videos: np.ndarray
     video_ids: list[str]
     fingerprint: str
-    action: np.ndarray | None = None  # int64 [N]
+    action: np.ndarray | None = None  # int64 [N], or float32 [N, C] multi-hot (a label view)
     action_classes: tuple[str, ...] = ()
     attributes: np.ndarray | None = None  # float32 [N, A] in {0, 1}
     attribute_names: tuple[str, ...] = ()
     frame_attributes: np.ndarray | None = None  # float32 [N, T, A]
     # test attribute -> attributes of another label space that imply it (PA-HMDB51 -> VISPR)
     attribute_map: dict[str, list[str]] = field(default_factory=dict)
+    # label groups of the meta's `extra_labels`: tag names and the per-clip column of indices
+    label_groups: dict[str, tuple[tuple[str, ...], np.ndarray]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.videos)
@@ -49,10 +52,39 @@ class ClipSet:
         if videos.shape[0] != len(self):
             raise PabenchError(f"{self.name}/{self.split}: expected {len(self)} videos")
         fp = hashlib.sha256(f"{self.fingerprint}:{tag}".encode()).hexdigest()
-        return ClipSet(
-            self.name, self.split, videos, self.video_ids, fp, self.action, self.action_classes,
-            self.attributes, self.attribute_names, self.frame_attributes, self.attribute_map,
-        )
+        return replace(self, videos=videos, fingerprint=fp)
+
+    def view(self, group: str) -> ClipSet:
+        """The same clips labelled by one label group (P-HVU's actions, objects or scenes):
+        its multi-hot tags serve as multi-label action target and as attributes, whichever
+        side a protocol uses the view for. The fingerprint names the group, so models and
+        predictions cached for one view are never reused for another."""
+        if not self.label_groups:
+            raise PabenchError(f"{self.name}: has no label groups (asked for '{group}')")
+        if group not in self.label_groups:
+            raise unknown_name(f"{self.name} label group", group, self.label_groups)
+        names, column = self.label_groups[group]
+        try:
+            y = multi_hot(column, len(names))
+        except PabenchError as e:
+            raise PabenchError(f"{self.name}/{self.split} {group}: {e}") from None
+        fp = hashlib.sha256(f"{self.fingerprint}:labels={group}".encode()).hexdigest()
+        return replace(self, fingerprint=fp, action=y, action_classes=names, attributes=y,
+                       attribute_names=names, frame_attributes=None, attribute_map={})
+
+
+def multi_hot(column: Sequence | np.ndarray, classes: int) -> np.ndarray:
+    """Per-clip class indices (a list per clip, or one index) -> float32 [N, classes] in {0, 1},
+    the target format of multi-label training and cMAP."""
+    idx = [np.atleast_1d(np.asarray(v, np.int64)) for v in column]
+    rows = np.repeat(np.arange(len(idx)), [len(i) for i in idx])
+    cols = np.concatenate(idx) if idx else np.zeros(0, np.int64)
+    bad = cols[(cols < 0) | (cols >= classes)]
+    if bad.size:
+        raise PabenchError(f"class index {bad[0]} outside 0..{classes - 1}")
+    out = np.zeros((len(idx), classes), np.float32)
+    out[rows, cols] = 1
+    return out
 
 
 def _resample(video: np.ndarray, frames: int | None, size: int | None) -> np.ndarray:
@@ -121,6 +153,8 @@ def load_clipset(
         fingerprint=fingerprint, action=action, action_classes=tuple(meta.action_classes),
         attributes=attrs, attribute_names=tuple(meta.attributes), frame_attributes=frame_attrs,
         attribute_map=dict(meta.source.get("vispr_ids", {})),
+        label_groups={g: (tuple(names), table[g].to_numpy())
+                      for g, names in meta.extra_labels.items() if g in table},
     )
 
 

@@ -95,12 +95,17 @@ def clip_starts(length: int, frames: int, clips: int) -> np.ndarray:
 @torch.no_grad()
 def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10,
             batch_size: int = 64) -> np.ndarray:
-    """Video models: softmax per clip, [N, K, C]. Frame models: probabilities (sigmoid for
-    multi-label, softmax otherwise) averaged over `eval_frames` equidistant frames, [N, C]."""
+    """Probabilities: sigmoid for multi-label, softmax otherwise. Video models: per clip,
+    [N, K, C] (the caller averages clips per video). Frame models: averaged over `eval_frames`
+    equidistant frames, [N, C]."""
     model.eval()
     kind = MODELS.get(spec.model).kind
     length = videos.shape[1]
     out = []
+
+    def probs(logits: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(logits) if spec.task == "multilabel" else torch.softmax(logits, 1)
+
     if kind == "video":
         starts = clip_starts(length, spec.clip_frames, clips)
         for i in range(0, len(videos), batch_size):
@@ -109,7 +114,7 @@ def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10
             for s in starts:
                 x = _to_float(chunk[:, s:s + spec.clip_frames].transpose(0, 4, 1, 2, 3),
                               spec.device)
-                per_clip.append(torch.softmax(model(x), 1).cpu().numpy())
+                per_clip.append(probs(model(x)).cpu().numpy())
             out.append(np.stack(per_clip, axis=1))
         return np.concatenate(out)
     t = np.unique(np.linspace(0, length - 1, min(spec.eval_frames, length)).round().astype(int))
@@ -117,19 +122,19 @@ def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10
         chunk = videos[i:i + batch_size][:, t]  # [b, k, H, W, 3]
         b, k = chunk.shape[:2]
         x = _to_float(chunk.reshape(b * k, *chunk.shape[2:]).transpose(0, 3, 1, 2), spec.device)
-        logits = model(x)
-        prob = torch.sigmoid(logits) if spec.task == "multilabel" else torch.softmax(logits, 1)
-        prob = prob.view(b, k, -1).mean(1)
+        prob = probs(model(x)).view(b, k, -1).mean(1)
         out.append(prob.cpu().numpy())
     return np.concatenate(out)
 
 
 def _score(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray) -> float:
+    """Validation score for early stopping: top-1, or cMAP for multi-label targets; video
+    models are scored on their central clip."""
+    pred = predict(model, spec, videos, clips=1)
+    pred = pred if pred.ndim == 2 else pred[:, 0]
     if spec.task == "multiclass":
-        pred = predict(model, spec, videos, clips=1)
-        return top1(pred if pred.ndim == 2 else pred[:, 0], targets)
-    names = [str(j) for j in range(targets.shape[1])]
-    return privacy_scores(predict(model, spec, videos), targets, names).cmap
+        return top1(pred, targets)
+    return privacy_scores(pred, targets, [str(j) for j in range(targets.shape[1])]).cmap
 
 
 def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
