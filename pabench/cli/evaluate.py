@@ -29,7 +29,8 @@ def print_record(record: Record) -> None:
     table = Table(title=f"{record.submission.name} on {record.benchmark.name}/"
                         f"{record.benchmark.preset}, protocol {record.protocol.id} "
                         f"v{record.protocol.version}")
-    for col in ("", "action top-1", "privacy cMAP (worst)", "privacy F1 (worst)", "cMAP (mean)"):
+    action = "action cMAP" if m.action_metric == "cmap" else "action top-1"
+    for col in ("", action, "privacy cMAP (worst)", "privacy F1 (worst)", "cMAP (mean)"):
         table.add_column(col)
     table.add_row(
         "anonymized",
@@ -70,16 +71,15 @@ def evaluate(
     from pabench.data.synth import auto_preset
     from pabench.engine import evaluate as run_evaluation
 
-    if preset == "auto":
-        preset = auto_preset(device)
-        if benchmark == "pa-synth":
-            typer.echo(f"preset: {preset} (auto for device {device}; --preset standard for "
-                       "the full-size benchmark)", err=True)
-
     names = ([f"baseline:{n}" for n in expand_names(submission.split(":", 1)[1])]
              if submission.startswith("baseline:") else [submission])
     protocols = ([p.id for p in protocols_for(benchmark)] if protocol == "all"
                  else [PROTOCOLS.get(protocol).id])
+    if preset == "auto":  # after the name checks, so a typo still gets a one-line error
+        preset = auto_preset(device)
+        if benchmark == "pa-synth":
+            typer.echo(f"preset: {preset} (auto for device {device}; --preset standard for "
+                       "the full-size benchmark)", err=True)
     command = shlex.join(["pabench", *sys.argv[1:]])
     for name in names:
         for pid in protocols:
