@@ -333,3 +333,15 @@ def test_scatter_labels_never_overprint():
     assert placed[7].label == "entry-7"  # Pareto entries are labelled first
     assert 2 <= len(boxes) < 8  # a crowd cannot all be labelled; the rest keep tooltips
     assert not any(_overlaps(a, b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def test_multilabel_utility_is_labelled_cmap(tmp_path):
+    rec = make_record("known", 1, "identity")
+    rec = rec.model_copy(update={"metrics": rec.metrics.model_copy(
+        update={"action_metric": "cmap"})})
+    write_record(rec, tmp_path / "results" / "r.json")
+    tables = build_tables(load_records(tmp_path / "results"))
+    assert tables[0].action_metric == "cMAP"
+    build_site(tmp_path / "results", tmp_path / "none", tmp_path / "site")
+    html = (tmp_path / "site" / "index.html").read_text()
+    assert "Action cMAP ↑" in html and "action cMAP (%)" in html and "Action top" not in html

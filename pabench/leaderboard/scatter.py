@@ -61,6 +61,7 @@ class Scatter:
     front: str  # SVG polyline points of the Pareto front
     ref_x: float | None
     ref_y: float | None
+    action_metric: str = "top-1"
 
 
 def _nice_step(span: float, target: int = 5) -> float:
@@ -143,7 +144,7 @@ def scatter(table: Table) -> Scatter:
             x_lo=px(m.privacy_cmap_ci[0]), x_hi=px(m.privacy_cmap_ci[1]),
             y_lo=py(m.action_top1_ci[0]), y_hi=py(m.action_top1_ci[1]),
             name=e.name, label=label,
-            tooltip=f"{e.name}: action top-1 {m.action_top1:.1f}, "
+            tooltip=f"{e.name}: action {table.action_metric} {m.action_top1:.1f}, "
             f"privacy cMAP {m.privacy_cmap:.1f}",
             pareto=e.pareto, reference=e.is_reference,
         ))
@@ -157,5 +158,5 @@ def scatter(table: Table) -> Scatter:
         x_ticks=_ticks(x_lo, x_hi, x_step, px), y_ticks=_ticks(y_lo, y_hi, y_step, py),
         points=points, front=" ".join(f"{p.x},{p.y}" for p in front),
         ref_x=px(ref.privacy_cmap) if ref else None,
-        ref_y=py(ref.action_top1) if ref else None,
+        ref_y=py(ref.action_top1) if ref else None, action_metric=table.action_metric,
     )

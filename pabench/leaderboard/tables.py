@@ -114,6 +114,11 @@ class Table:
         return self.known_protocol and PROTOCOLS.get(self.protocol).novel
 
     @property
+    def action_metric(self) -> str:
+        """How utility is scored here: top-1 (single-label actions) or cMAP (multi-label)."""
+        return "cMAP" if any(e.m.action_metric == "cmap" for e in self.entries) else "top-1"
+
+    @property
     def known_protocol(self) -> bool:
         return self.protocol in PROTOCOLS
 
