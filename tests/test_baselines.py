@@ -68,8 +68,9 @@ def _cc_boxes(mask: np.ndarray) -> np.ndarray:
 def test_all_lists_every_baseline_identity_first() -> None:
     names = expand_names("all")
     assert names[0] == "identity"
-    assert len(names) == 1 + 4 + 4 + 8 == len(set(names))  # black x1, blur x2 strengths
-    assert {"downsample-16x", "seg-blur-body-weak", "box-black-face"} <= set(names)
+    # downsample x4, black x1 + blur x2 strengths per {box, seg} x {face, body}, learned x2
+    assert len(names) == 1 + 4 + 4 + 8 + 2 == len(set(names))
+    assert {"downsample-16x", "seg-blur-body-weak", "box-black-face", "spact"} <= set(names)
     assert expand_names("downsample-2x,box-black-body") == ["downsample-2x", "box-black-body"]
 
 

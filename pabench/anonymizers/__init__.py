@@ -10,10 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
 from pabench.registry import Registry
+
+if TYPE_CHECKING:
+    from pabench.submission import TrainingData
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,9 @@ class AnonymizerSpec:
     family: str  # "reference" | "downsample" | "obfuscation" | "learned"
     exportable: bool = True  # tensor-only: can be written as a submission file
     params: dict = field(default_factory=dict)
+    # Learned baselines declare what they were trained on, so the novel protocol can check
+    # eligibility as it does for a submission's sidecar; None for training-free baselines.
+    training_data: TrainingData | None = None
 
 
 ANONYMIZERS: Registry[AnonymizerSpec] = Registry("anonymizer")
@@ -55,5 +62,6 @@ ANONYMIZERS.add("identity", AnonymizerSpec(
 def get_anonymizer(name: str) -> AnonymizerSpec:
     """Look up a baseline, importing the optional baseline modules first."""
     import pabench.anonymizers.baselines  # noqa: F401  (registers downsampling/obfuscation)
+    import pabench.anonymizers.learned  # noqa: F401  (registers spact, vita)
 
     return ANONYMIZERS.get(name)

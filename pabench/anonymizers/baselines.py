@@ -30,7 +30,7 @@ REFERENCE_SIZE = 112  # frame size the papers' blur kernels were chosen for
 BLURS = {"strong": (21, 10.0), "weak": (13, 10.0)}  # SPAct supplement, section C.6
 DOWNSAMPLE_FACTORS = (2, 4, 8, 16)
 EXPORT_FORMATS = ("torch.export", "torchscript")
-BASELINE_FAMILIES = ("reference", "downsample", "obfuscation")
+BASELINE_FAMILIES = ("reference", "downsample", "obfuscation", "learned")
 BOX_ROUNDS = 12  # fixed rounds for exportable modules; pa-synth masks measured to need <= 7
 _TARGET_CHANNEL = {"body": 0, "face": 1}  # channel order of every masker's output
 
@@ -239,7 +239,10 @@ _register()
 
 
 def baseline_names() -> list[str]:
-    """Every registered reference baseline, identity first."""
+    """Every registered reference baseline, identity first (the learned ones train on first
+    use and are cached)."""
+    import pabench.anonymizers.learned  # noqa: F401  (registers spact, vita)
+
     names = [n for n, s in ANONYMIZERS.items() if s.family in BASELINE_FAMILIES]
     return sorted(names, key=lambda n: n != "identity")
 
