@@ -7,14 +7,28 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
 
 from pabench.anonymizers import get_anonymizer
-from pabench.anonymizers.learned import AnonymizerUNet, load_or_train, training_data
+from pabench.anonymizers.learned import (
+    TRAIN_DATASET,
+    AnonymizerUNet,
+    load_or_train,
+    training_data,
+)
+from pabench.anonymizers.segmenter import TRAIN_DATASET as SEGMENTER_TRAIN
 from pabench.cli import app
-from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, NOVEL_ACTIONS, NOVEL_ATTRIBUTES
+from pabench.data.synth import (
+    KNOWN_ACTIONS,
+    KNOWN_ATTRIBUTES,
+    NOVEL_ACTIONS,
+    NOVEL_ATTRIBUTES,
+    SYNTH_DATASETS,
+    clip_rng,
+)
 from pabench.errors import PabenchError
 from pabench.submission import load_submission, validate
 from pabench.training.anonymizer import (
@@ -107,6 +121,14 @@ def test_bad_recipes_are_one_line_errors_naming_the_file(tmp_path):
 @pytest.mark.parametrize("method", METHODS)
 def test_checked_in_recipes_are_the_code_defaults(method):
     assert load_recipe(ROOT / "baselines" / f"{method}.json", method) == default_recipe(method)
+
+
+def test_training_clips_come_from_a_namespace_of_their_own():
+    """No benchmark split (nor the segmenter's data) shares a clip generator with them."""
+    ours = clip_rng(0, TRAIN_DATASET, "train", 0).random(4)
+    for name in (*SYNTH_DATASETS, SEGMENTER_TRAIN):
+        for split in ("train", "test"):
+            assert not np.array_equal(clip_rng(0, name, split, 0).random(4), ours)
 
 
 def test_declared_training_data_is_known_only():

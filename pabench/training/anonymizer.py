@@ -81,20 +81,22 @@ class SPActRecipe(_Recipe):
     ssl_steps: int = Field(150, ge=0, description="f_B pretraining steps on f_A's output")
     ssl_lr: float = 2e-3
     temperature: float = Field(0.1, gt=0)
-    omega: float = Field(0.5, gt=0, description="weight of -NT-Xent in f_A's loss")
+    omega: float = Field(1.0, gt=0, description="weight of -NT-Xent in f_A's loss")
 
 
 class VitaRecipe(_Recipe):
     method: Literal["vita"] = "vita"
+    steps: int = Field(200, ge=0, description="minimax iterations (each costs about two "
+                                              "SPAct iterations)")
     budget_models: tuple[str, ...] = Field(("tiny2d", "tiny-resnet2d"), min_length=1,
                                            description="the attacker ensemble (frame models)")
     budget_frames: int = Field(4, ge=1, description="frames per clip an attacker averages")
     budget_clips: int = Field(256, ge=1, description="clips anonymized once per (re)start "
                                                      "for the attackers to train on")
-    budget_steps: int = Field(300, ge=0, description="attacker training steps at the start "
+    budget_steps: int = Field(500, ge=0, description="attacker training steps at the start "
                                                      "and after each restart")
     budget_lr: float = 2e-3
-    gamma: float = Field(0.5, gt=0, description="weight of the negative entropy in f_A's loss")
+    gamma: float = Field(2.0, gt=0, description="weight of the negative entropy in f_A's loss")
     restart_every: int = Field(100, ge=1, description="re-initialise the attackers every N "
                                                       "minimax iterations")
 
