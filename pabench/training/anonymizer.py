@@ -212,13 +212,13 @@ class Batches:
         return (x, self.pool.actions[idx].to(self.device),
                 self.pool.attributes[idx].to(self.device))
 
-    def frames(self, n: int, t: int, k: int, distinct: bool = False) -> torch.Tensor:
-        """`k` frame indices per clip for the whole batch ([n, k], this rank's slice)."""
+    def frames(self, t: int, k: int, distinct: bool = False) -> torch.Tensor:
+        """`k` of `t` frame indices per clip of a batch: [this rank's clips, k]."""
         if distinct:
             picks = np.stack([self.rng.choice(t, k, replace=False) for _ in range(self.batch)])
         else:
             picks = self.rng.integers(0, t, (self.batch, k))
-        return torch.from_numpy(picks[self.rank::self.world][:n]).to(self.device)
+        return torch.from_numpy(picks[self.rank::self.world]).to(self.device)
 
 
 def _take_frames(video: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
@@ -432,7 +432,7 @@ def _train_spact(nets: _Nets, batches: Batches, recipe: SPActRecipe, size: int, 
 
     def ssl_loss(model: nn.Module, video: torch.Tensor) -> torch.Tensor:
         n, c, t, h, w = video.shape
-        picks = batches.frames(n, t, 2, distinct=True)  # SPAct's random temporal sampler
+        picks = batches.frames(t, 2, distinct=True)  # SPAct's random temporal sampler
         z = model(_take_frames(video, picks)).view(n, 2, -1)
         return nt_xent(z[:, 0], z[:, 1], recipe.temperature)
 
@@ -488,7 +488,7 @@ def _train_vita(nets: _Nets, batches: Batches, recipe: VitaRecipe, size: int, de
         """Frame logits averaged over `budget_frames` random frames of each clip (VITA)."""
         n, t = video.shape[0], video.shape[2]
         if picks is None:
-            picks = batches.frames(n, t, recipe.budget_frames)
+            picks = batches.frames(t, recipe.budget_frames)
         return model(_take_frames(video, picks)).view(n, picks.shape[1], -1).mean(1)
 
     def attacker_step(wrapped: list[nn.Module], opts: list, a: torch.Tensor, yb: torch.Tensor,
