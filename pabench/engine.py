@@ -65,6 +65,7 @@ from pabench.submission import (
     DEFAULT_BUDGETS,
     Budgets,
     Submission,
+    SubmissionMeta,
     from_module,
     load_submission,
     validate,
@@ -111,7 +112,11 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
     text = str(spec)
     if text.startswith("baseline:"):
         name = text.split(":", 1)[1]
-        return from_module(name, get_anonymizer(name).build(ctx))
+        spec = get_anonymizer(name)
+        # learned baselines declare what they trained on, so novel protocols can check it
+        meta = (SubmissionMeta(name=name, training_data=spec.training_data)
+                if spec.training_data is not None else None)
+        return from_module(name, spec.build(ctx), meta)
     return load_submission(Path(text), meta_path, device=ctx.device)
 
 

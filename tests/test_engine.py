@@ -176,3 +176,17 @@ def test_baselines_sharing_a_class_get_distinct_hashes():
     hashes = {from_module(n, get_anonymizer(n).build(ctx)).sha256 for n in names}
     assert len(hashes) == len(names)
     assert from_module("downsample-2x", get_anonymizer("downsample-2x").build(ctx)).sha256 in hashes
+
+
+def test_baseline_declaration_reaches_the_submission(monkeypatch):
+    from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext, Identity
+    from pabench.engine import resolve_submission
+    from pabench.submission import TrainingData
+
+    declared = TrainingData(datasets=["x"], action_classes=["walk_left"], attributes=["face"])
+    monkeypatch.setitem(ANONYMIZERS._items, "declaring", AnonymizerSpec(
+        "declaring", "test", lambda ctx: Identity(), "learned", training_data=declared))
+    sub = resolve_submission("baseline:declaring", BuildContext(preset="tiny"))
+    assert sub.meta.training_data == declared and sub.meta.name == "declaring"
+    plain = resolve_submission("baseline:identity", BuildContext(preset="tiny"))
+    assert plain.meta.training_data == TrainingData()
