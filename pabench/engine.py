@@ -70,7 +70,7 @@ from pabench.submission import (
     load_submission,
     validate,
 )
-from pabench.training import FitSpec, fit, predict
+from pabench.training import FitSpec, fit, predict, rank_world
 
 Progress = Callable[[str, int, int], None]
 BOOTSTRAP_RESAMPLES = 300
@@ -99,7 +99,7 @@ class Run:
 
 
 def _rank0() -> bool:
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
+    return rank_world()[0] == 0
 
 
 def _digest(*parts: object) -> str:

@@ -28,6 +28,7 @@ from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext
 from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, PRESETS
 from pabench.errors import PabenchError, unknown_name
 from pabench.submission import TrainingData
+from pabench.training import rank_world
 
 if TYPE_CHECKING:
     from pabench.training.anonymizer import Log, Progress, Recipe, TrainResult
@@ -102,10 +103,6 @@ def cache_path(method: str, preset: str, recipe: Recipe, cache_dir: Path | None 
     return root / f"{method}-{preset}-{VERSION}-{recipe_digest(recipe)}.pt"
 
 
-def _rank0() -> bool:
-    return not (dist.is_available() and dist.is_initialized()) or dist.get_rank() == 0
-
-
 def _read_cache(path: Path, width: int) -> TrainResult | None:
     """The cached result, or None when the file is missing or unreadable (a pure cache of a
     deterministic recipe: it is retrained and overwritten)."""
@@ -146,11 +143,11 @@ def load_or_train(method: str, preset: str, *, recipe: Recipe | None = None,
     cached = _read_cache(path, recipe.width)
     if cached is not None:
         return cached
-    if log is None and _rank0():
+    if log is None and rank_world()[0] == 0:
         print(f"training baseline '{method}' for pa-synth {preset} (first use, minutes on a "
               f"CPU; cached in {path})", file=sys.stderr)
     result = train_anonymizer(recipe, preset, device=device, progress=progress, log=log)
-    if _rank0():
+    if rank_world()[0] == 0:
         _write_cache(path, result)
     if dist.is_available() and dist.is_initialized():
         dist.barrier()

@@ -137,6 +137,21 @@ def _score(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndar
     return privacy_scores(pred, targets, [str(j) for j in range(targets.shape[1])]).cmap
 
 
+def rank_world() -> tuple[int, int]:
+    """(rank, world size) under torchrun, (0, 1) otherwise."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def wrap_ddp(model: nn.Module, device: str) -> nn.Module:
+    """DDP under torchrun (rank 0's initial weights are broadcast), the model itself otherwise."""
+    if not (dist.is_available() and dist.is_initialized()):
+        return model
+    ids = [torch.device(device).index] if device.startswith("cuda") else None
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+
 def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
         progress: Progress | None = None, stage: str = "train") -> tuple[nn.Module, int]:
     """Train a fresh model with early stopping; returns the best-on-validation model and the
@@ -153,13 +168,9 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     val, train = order[:n_val], order[n_val:]
     model = build_model(spec.model, spec.num_outputs, spec.input_size,
                         spec.pretrained_weights).to(spec.device)
+    rank, world = rank_world()
     distributed = dist.is_available() and dist.is_initialized()
-    rank, world = (dist.get_rank(), dist.get_world_size()) if distributed else (0, 1)
-    net: nn.Module = model
-    if distributed:
-        net = nn.parallel.DistributedDataParallel(
-            model, device_ids=[torch.device(spec.device).index] if "cuda" in spec.device else None
-        )
+    net = wrap_ddp(model, spec.device)
     opt = torch.optim.AdamW(model.parameters(), lr=sched.lr, weight_decay=sched.weight_decay)
     y_all = torch.from_numpy(targets.astype(np.int64 if spec.task == "multiclass"
                                             else np.float32))

@@ -43,6 +43,7 @@ from pabench.anonymizers.learned import GROUPS, TRAIN_DATASET, AnonymizerUNet
 from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, PRESETS, clip_rng, render_clip
 from pabench.errors import PabenchError, unknown_name
 from pabench.models import MODELS, build_model
+from pabench.training import rank_world, wrap_ddp
 
 Progress = Callable[[str, int, int], None]
 Log = Callable[[str, dict[str, float]], None]
@@ -196,7 +197,7 @@ class Batches:
     def __init__(self, pool: ClipPool, batch: int, seed: int, device: str) -> None:
         self.pool, self.batch, self.device = pool, batch, device
         self.rng = np.random.default_rng([seed, 17])
-        self.rank, self.world = _rank_world()
+        self.rank, self.world = rank_world()
         if batch < 2 * self.world:
             raise PabenchError(f"batch {batch} is too small for {self.world} ranks "
                                "(each needs at least 2 clips)")
@@ -229,20 +230,6 @@ def _take_frames(video: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- models and DDP
-
-
-def _rank_world() -> tuple[int, int]:
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-def _wrap(model: nn.Module, device: str) -> nn.Module:
-    """DDP under torchrun (rank 0's initial weights are broadcast), the model itself otherwise."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return model
-    ids = [torch.device(device).index] if device.startswith("cuda") else None
-    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
 
 
 def _mean_across_ranks(value: torch.Tensor) -> float:
@@ -351,7 +338,7 @@ def train_anonymizer(recipe: SPActRecipe | VitaRecipe, preset: str, *, device: s
 
     fa = AnonymizerUNet(recipe.width).to(device)
     ft = build_model(recipe.target, len(KNOWN_ACTIONS), size).to(device)
-    nets = _Nets(fa, _wrap(fa, device), ft, _wrap(ft, device),
+    nets = _Nets(fa, wrap_ddp(fa, device), ft, wrap_ddp(ft, device),
                  torch.optim.Adam(fa.parameters(), lr=recipe.anonymizer_lr),
                  torch.optim.Adam(ft.parameters(), lr=recipe.target_lr))
     finish(pretrain_identity(nets.fa_ddp, batches, recipe, progress))
@@ -427,7 +414,7 @@ def _train_spact(nets: _Nets, batches: Batches, recipe: SPActRecipe, size: int, 
     L_T - omega * L_B with f_T and f_B frozen, and on the next batch one step of each of f_T
     (L_T) and f_B (L_B) with f_A frozen."""
     fb = SSLModel(recipe.ssl_model, recipe.ssl_hidden, recipe.ssl_dim, size).to(device)
-    fb_ddp = _wrap(fb, device)
+    fb_ddp = wrap_ddp(fb, device)
     opt_b = torch.optim.Adam(fb.parameters(), lr=recipe.ssl_lr)
 
     def ssl_loss(model: nn.Module, video: torch.Tensor) -> torch.Tensor:
@@ -481,7 +468,7 @@ def _train_vita(nets: _Nets, batches: Batches, recipe: VitaRecipe, size: int, de
         torch.manual_seed(recipe.seed + 1 + round_)  # the same fresh weights on every rank
         models = [build_model(m, n_attr, size).to(device) for m in recipe.budget_models]
         opts = [torch.optim.Adam(m.parameters(), lr=recipe.budget_lr) for m in models]
-        return models, [_wrap(m, device) for m in models], opts
+        return models, [wrap_ddp(m, device) for m in models], opts
 
     def logits_of(model: nn.Module, video: torch.Tensor,
                   picks: torch.Tensor | None = None) -> torch.Tensor:
