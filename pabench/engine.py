@@ -11,7 +11,6 @@ per protocol version and data fingerprint, and a killed run resumes without retr
 
 from __future__ import annotations
 
-import atexit
 import datetime as dt
 import hashlib
 import json
@@ -32,14 +31,8 @@ from PIL import Image
 
 import pabench
 from pabench.anonymizers import BuildContext, get_anonymizer
-from pabench.data.clipset import (
-    ClipSet,
-    load_clipset,
-    pabench_home,
-    read_cached_array,
-    write_cached_array,
-)
-from pabench.data.hub import META_FILE, check_writable
+from pabench.data.clipset import ClipSet, load_clipset, read_cached_array, write_cached_array
+from pabench.data.hub import META_FILE
 from pabench.data.registry import BENCHMARKS
 from pabench.data.synth import PRESETS, build_synth
 from pabench.errors import PabenchError, unknown_name
@@ -61,6 +54,7 @@ from pabench.records import (
     SubmissionInfo,
     write_record,
 )
+from pabench.runtime import check_writable, init_distributed, pabench_home, rank_world
 from pabench.submission import (
     DEFAULT_BUDGETS,
     Budgets,
@@ -70,7 +64,7 @@ from pabench.submission import (
     load_submission,
     validate,
 )
-from pabench.training import FitSpec, fit, predict, rank_world
+from pabench.training import FitSpec, fit, predict
 
 Progress = Callable[[str, int, int], None]
 BOOTSTRAP_RESAMPLES = 300
@@ -423,24 +417,6 @@ def _hardware(device: str) -> dict[str, str]:
     if dist.is_available() and dist.is_initialized():
         info["world_size"] = str(dist.get_world_size())
     return info
-
-
-def _shutdown_distributed() -> None:
-    if dist.is_initialized():
-        dist.destroy_process_group()
-
-
-def init_distributed(device: str) -> str:
-    """Under torchrun, join the process group (gloo on CPU, NCCL on GPU); each rank then takes
-    its local GPU. Returns the device this rank should use."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
-        # Gloo's worker threads abort the process (SIGABRT) if the group is still alive while
-        # the interpreter shuts down; tear it down while Python is intact.
-        atexit.register(_shutdown_distributed)
-    if dist.is_initialized() and device == "cuda":
-        device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
-    return device
 
 
 def slug(text: str) -> str:

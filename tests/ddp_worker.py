@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import torch
 
-from pabench.engine import init_distributed
 from pabench.protocols import Schedule
+from pabench.runtime import init_distributed
 from pabench.training import FitSpec, fit
 
 init_distributed("cpu")

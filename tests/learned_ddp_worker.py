@@ -9,7 +9,7 @@ import sys
 
 import torch
 
-from pabench.engine import init_distributed
+from pabench.runtime import init_distributed
 from pabench.training.anonymizer import load_recipe, train_anonymizer
 
 init_distributed("cpu")

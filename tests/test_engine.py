@@ -54,7 +54,7 @@ def _run(sub, tmp_path, synth_tiny, protocol=QUICK, **kw):
 
 
 def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_path):
-    from pabench.data.clipset import pabench_home
+    from pabench.runtime import pabench_home
 
     rec = _run("baseline:identity", tmp_path, synth_tiny)
     path = tmp_path / "results" / "pa-synth-tiny__test-quick__identity.json"

@@ -27,8 +27,8 @@ from torch import nn
 from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext
 from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, PRESETS
 from pabench.errors import PabenchError, unknown_name
+from pabench.runtime import rank_world
 from pabench.submission import TrainingData
-from pabench.training import rank_world
 
 if TYPE_CHECKING:
     from pabench.training.anonymizer import Log, Progress, Recipe, TrainResult
@@ -97,7 +97,7 @@ def recipe_digest(recipe: Recipe) -> str:
 
 
 def cache_path(method: str, preset: str, recipe: Recipe, cache_dir: Path | None = None) -> Path:
-    from pabench.data.clipset import pabench_home
+    from pabench.runtime import pabench_home
 
     root = cache_dir if cache_dir is not None else pabench_home() / "models"
     return root / f"{method}-{preset}-{VERSION}-{recipe_digest(recipe)}.pt"

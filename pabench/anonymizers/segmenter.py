@@ -155,7 +155,7 @@ def segmenter_iou(net: TinyUNet, preset: str, clips: int = 60, dilate: int = 0) 
 
 
 def cache_path(preset: str, cache_dir: Path | None = None) -> Path:
-    from pabench.data.clipset import pabench_home
+    from pabench.runtime import pabench_home
 
     root = cache_dir if cache_dir is not None else pabench_home() / "models"
     return root / f"segmenter-{preset}-{VERSION}.pt"

@@ -65,10 +65,9 @@ def train(
         training_data,
     )
     from pabench.cli.progress import progress_bar
-    from pabench.data.hub import check_writable
     from pabench.data.synth import PRESETS
-    from pabench.engine import init_distributed
     from pabench.errors import unknown_name
+    from pabench.runtime import check_writable, init_distributed
     from pabench.submission import SubmissionMeta, export_submission
     from pabench.training.anonymizer import default_recipe, load_recipe
 

@@ -19,10 +19,7 @@ import torch.nn.functional as F
 
 from pabench.data.hub import decode_video, read_meta, split_fingerprint
 from pabench.errors import PabenchError, unknown_name
-
-
-def pabench_home() -> Path:
-    return Path(os.environ.get("PABENCH_HOME", Path.home() / ".cache" / "pabench"))
+from pabench.runtime import pabench_home
 
 
 @dataclass

@@ -174,14 +174,3 @@ def read_meta(root: Path) -> DatasetMeta:
     except ValueError as e:
         problem = str(e).splitlines()[0]
         raise PabenchError(f"{path}: malformed dataset metadata ({problem})") from None
-
-
-def check_writable(out: Path) -> None:
-    """Fail early with one line rather than deep inside a build."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".pabench-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as e:
-        raise PabenchError(f"{out}: output directory is not writable ({e.strerror})") from None

@@ -353,7 +353,8 @@ def build_synth(
     progress: Callable[[str, int, int], None] | None = None, workers: int = 2,
 ) -> dict[str, Path]:
     """Render and write pa-synth datasets into `out/<dataset>/` (Hub-ready folders)."""
-    from pabench.data.hub import Card, DatasetMeta, check_writable
+    from pabench.data.hub import Card, DatasetMeta
+    from pabench.runtime import check_writable
 
     if preset not in PRESETS:
         raise unknown_name("preset", preset, PRESETS)

@@ -10,7 +10,6 @@ on every rank so that stopping decisions agree without communication.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,9 +24,9 @@ from pabench.errors import PabenchError
 from pabench.metrics import privacy_scores, top1
 from pabench.models import MODELS, build_model
 from pabench.protocols import Schedule
+from pabench.runtime import Progress, is_distributed, rank_world, wrap_ddp
 
 Task = Literal["multiclass", "multilabel"]
-Progress = Callable[[str, int, int], None]
 
 
 @dataclass(frozen=True)
@@ -137,21 +136,6 @@ def _score(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndar
     return privacy_scores(pred, targets, [str(j) for j in range(targets.shape[1])]).cmap
 
 
-def rank_world() -> tuple[int, int]:
-    """(rank, world size) under torchrun, (0, 1) otherwise."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-def wrap_ddp(model: nn.Module, device: str) -> nn.Module:
-    """DDP under torchrun (rank 0's initial weights are broadcast), the model itself otherwise."""
-    if not (dist.is_available() and dist.is_initialized()):
-        return model
-    ids = [torch.device(device).index] if device.startswith("cuda") else None
-    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
-
-
 def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
         progress: Progress | None = None, stage: str = "train") -> tuple[nn.Module, int]:
     """Train a fresh model with early stopping; returns the best-on-validation model and the
@@ -169,7 +153,7 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     model = build_model(spec.model, spec.num_outputs, spec.input_size,
                         spec.pretrained_weights).to(spec.device)
     rank, world = rank_world()
-    distributed = dist.is_available() and dist.is_initialized()
+    distributed = is_distributed()
     net = wrap_ddp(model, spec.device)
     opt = torch.optim.AdamW(model.parameters(), lr=sched.lr, weight_decay=sched.weight_decay)
     y_all = torch.from_numpy(targets.astype(np.int64 if spec.task == "multiclass"

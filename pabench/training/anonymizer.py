@@ -43,9 +43,8 @@ from pabench.anonymizers.learned import GROUPS, TRAIN_DATASET, AnonymizerUNet
 from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, PRESETS, clip_rng, render_clip
 from pabench.errors import PabenchError, unknown_name
 from pabench.models import MODELS, build_model
-from pabench.training import rank_world, wrap_ddp
+from pabench.runtime import Progress, rank_world, wrap_ddp
 
-Progress = Callable[[str, int, int], None]
 Log = Callable[[str, dict[str, float]], None]
 METHODS = ("spact", "vita")
 

@@ -18,9 +18,10 @@ import av
 import datasets
 import pandas as pd
 
-from pabench.data.hub import Card, DatasetMeta, check_writable, write_card, write_meta, write_split
+from pabench.data.hub import Card, DatasetMeta, write_card, write_meta, write_split
 from pabench.data.registry import BuildReport
 from pabench.errors import PabenchError
+from pabench.runtime import check_writable
 
 Progress = Callable[[str, int, int], None] | None
 

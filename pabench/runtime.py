@@ -1,0 +1,179 @@
+"""Run plumbing every step stands on: home dir, atomic writes, digests, rank/world and DDP,
+hardware and git info, the progress protocol, slugs and one-line validation errors.
+
+Kept free of pabench imports beyond `errors`, so any module (a builder, a DDP worker, the CLI)
+can use it without pulling in the evaluation engine.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from pydantic import ValidationError
+from torch import nn
+
+from pabench.errors import PabenchError
+
+Progress = Callable[[str, int, int], None]
+"""`progress(stage, done, total)`: how the library reports work; the CLI draws bars from it."""
+
+
+def pabench_home() -> Path:
+    """Caches, built pa-synth data and user results live here (env `PABENCH_HOME`)."""
+    return Path(os.environ.get("PABENCH_HOME", Path.home() / ".cache" / "pabench"))
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call `write(tmp)` on a temp file unique to this call, then rename it over `path`.
+
+    Readers see the old file or the new one, never a mix; concurrent writers each finish with
+    a whole file (the last rename wins); a failed write removes its temp file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def atomic_write_text(path: Path, text: str) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def digest(*parts: object) -> str:
+    """sha256 of a JSON rendering: the cache key of everything that moves a result."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_distributed() -> bool:
+    return dist.is_available() and dist.is_initialized()
+
+
+def rank_world() -> tuple[int, int]:
+    """(rank, world size) under torchrun, (0, 1) otherwise."""
+    if is_distributed():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def is_rank0() -> bool:
+    return rank_world()[0] == 0
+
+
+def barrier() -> None:
+    if is_distributed():
+        dist.barrier()
+
+
+def _shutdown_distributed() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def init_distributed(device: str) -> str:
+    """Under torchrun, join the process group (gloo on CPU, NCCL on GPU); each rank then takes
+    its local GPU. Returns the device this rank should use."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
+        # Gloo's worker threads abort the process (SIGABRT) if the group is still alive while
+        # the interpreter shuts down; tear it down while Python is intact.
+        atexit.register(_shutdown_distributed)
+    if dist.is_initialized() and device == "cuda":
+        device = f"cuda:{os.environ.get('LOCAL_RANK', '0')}"
+    return device
+
+
+def wrap_ddp(model: nn.Module, device: str) -> nn.Module:
+    """DDP under torchrun (rank 0's initial weights are broadcast), the model itself otherwise."""
+    if not is_distributed():
+        return model
+    ids = [torch.device(device).index] if device.startswith("cuda") else None
+    return nn.parallel.DistributedDataParallel(model, device_ids=ids)
+
+
+def check_device(device: str) -> str:
+    """Refuse an unusable device up front, in one line, before any data is built."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise PabenchError(f"--device {device!r}: not a torch device (cpu, cuda, cuda:1, ...)"
+                           ) from None
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise PabenchError(f"--device {device}: no CUDA GPU is visible here; use --device cpu")
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            raise PabenchError(f"--device {device}: only {torch.cuda.device_count()} GPU(s) "
+                               "are visible")
+    elif dev.type != "cpu":
+        raise PabenchError(f"--device {device}: only cpu and cuda devices are supported")
+    return device
+
+
+def git_revision() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, cwd=Path(__file__).parent, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def hardware_info(device: str) -> dict[str, str]:
+    info = {"platform": platform.platform(), "cpu_count": str(os.cpu_count()),
+            "torch": torch.__version__, "device": device,
+            "threads": str(torch.get_num_threads())}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    if is_distributed():
+        info["world_size"] = str(dist.get_world_size())
+    return info
+
+
+def slug(text: str) -> str:
+    """A file-name-safe form of `text` (names that reach a path are validated first)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+
+
+def check_writable(out: Path) -> None:
+    """Fail early with one line rather than deep inside a build or after hours of training."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".pabench-write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise PabenchError(f"{out}: output directory is not writable ({e.strerror})") from None
+
+
+def validation_error(source: object, e: ValidationError, what: str = "invalid") -> PabenchError:
+    """The first pydantic error as one line naming the file and the field."""
+    first = e.errors()[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    return PabenchError(f"{source}: {what}: {loc}: {first['msg']}")
