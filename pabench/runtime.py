@@ -156,6 +156,20 @@ def hardware_info(device: str) -> dict[str, str]:
     return info
 
 
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+"""Entry names (submissions, baselines): ASCII, so two names never look alike or share a file."""
+
+
+def check_name(name: str, source: object) -> str:
+    """Refuse a name that could collide with another entry's file or look like another name."""
+    if not re.fullmatch(NAME_PATTERN, name):
+        raise PabenchError(
+            f"{source}: name {name!r} is not allowed: use 1-64 ASCII letters, digits, '.', '_' "
+            "or '-', starting with a letter or digit"
+        )
+    return name
+
+
 def slug(text: str) -> str:
     """A file-name-safe form of `text` (names that reach a path are validated first)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text)

@@ -68,7 +68,7 @@ def evaluate(
 ) -> None:
     """Score an anonymizer: fresh targets and attackers trained on its output."""
     from pabench.anonymizers.baselines import expand_names
-    from pabench.data.synth import auto_preset
+    from pabench.data.synth import resolve_preset
     from pabench.engine import evaluate as run_evaluation
 
     names = ([f"baseline:{n}" for n in expand_names(submission.split(":", 1)[1])]
@@ -76,7 +76,7 @@ def evaluate(
     protocols = ([p.id for p in protocols_for(benchmark)] if protocol == "all"
                  else [PROTOCOLS.get(protocol).id])
     if preset == "auto":  # after the name checks, so a typo still gets a one-line error
-        preset = auto_preset(device)
+        preset = resolve_preset(preset, device)
         if benchmark == "pa-synth":
             typer.echo(f"preset: {preset} (auto for device {device}; --preset standard for "
                        "the full-size benchmark)", err=True)

@@ -73,11 +73,21 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-def auto_preset(device: str) -> str:
-    """`standard` where its training is affordable (a GPU), `tiny` on CPU: one standard
-    tiny3d epoch takes minutes per core (benchmarks/bench_model_cost.py), so a CPU user
-    asking for a quick score would otherwise wait hours."""
-    return "standard" if device.startswith("cuda") else "tiny"
+def resolve_preset(preset: str, device: str) -> str:
+    """The one default-preset rule of every command: `auto` is `standard` where its training
+    is affordable (a GPU) and `tiny` on CPU (one standard tiny3d epoch takes minutes per core,
+    benchmarks/bench_model_cost.py); any other name must be a preset."""
+    if preset == "auto":
+        return "standard" if device.startswith("cuda") else "tiny"
+    get_preset(preset)
+    return preset
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise unknown_name("preset", name, [*PRESETS, "auto"]) from None
 
 
 @dataclass(frozen=True)
@@ -356,14 +366,12 @@ def build_synth(
     from pabench.data.hub import Card, DatasetMeta
     from pabench.runtime import check_writable
 
-    if preset not in PRESETS:
-        raise unknown_name("preset", preset, PRESETS)
+    p = get_preset(preset)
     names = names or tuple(SYNTH_DATASETS)
     for name in names:
         if name not in SYNTH_DATASETS:
             raise unknown_name("pa-synth dataset", name, SYNTH_DATASETS)
     check_writable(out)
-    p = PRESETS[preset]
     done: dict[str, Path] = {}
     for name in names:
         spec = SYNTH_DATASETS[name]
