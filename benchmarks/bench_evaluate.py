@@ -27,12 +27,11 @@ def main() -> None:
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="pabench-bench-"))
     os.environ["PABENCH_HOME"] = str(home)
-    from pabench.data.synth import auto_preset, build_synth
-    from pabench.engine import evaluate
+    from pabench.data.synth import build_synth, resolve_preset
+    from pabench.evaluation import evaluate
     from pabench.protocols import protocols_for
 
-    if args.preset == "auto":
-        args.preset = auto_preset(args.device)
+    args.preset = resolve_preset(args.preset, args.device)
     data = home / "datasets" / f"pa-synth-{args.preset}"
     t0 = time.perf_counter()
     build_synth(data, preset=args.preset)

@@ -1,75 +1,137 @@
-"""The typed result record: one JSON per (submission, protocol), validated, written atomically."""
+"""The typed result record: one JSON per (submission, protocol), validated, written atomically.
+
+Records are read from files anyone can edit (a pull request, a user's own folder), so reading is
+strict: numbers must be JSON numbers, finite and in range; names follow the entry-name rule;
+keys appear once; files are capped in size. Every failure is one line naming the file.
+Older schema versions are upgraded on read (as mteb's `TaskResult.from_disk` does); versions
+this pabench does not know are refused rather than guessed at.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import re
+import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from pabench.errors import PabenchError
+from pabench.runtime import NAME_PATTERN, atomic_write_text, validation_error
+from pabench.submission import SubmissionMeta
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # real records are ~20 kB
+INT64_MAX = 2**63 - 1
+ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
+"""Benchmark names, presets and protocol ids: no '_', so '__' can join them unambiguously."""
+
+Score = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False)]
+"""A percentage: finite and in [0, 100]."""
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
+EntryName = Annotated[str, Field(pattern=f"^{NAME_PATTERN}$")]
+Ident = Annotated[str, Field(pattern=f"^{ID_PATTERN}$", max_length=64)]
+
+
+def _ordered(ci: tuple[float, float]) -> tuple[float, float]:
+    if ci[0] > ci[1]:
+        raise ValueError(f"confidence interval must be (lo, hi) with lo <= hi, got {ci}")
+    return ci
+
+
+CI = Annotated[tuple[Score, Score], AfterValidator(_ordered)]
+
+_SAMPLE = re.compile(r"(?:[A-Za-z0-9_-][A-Za-z0-9._-]*/)*[A-Za-z0-9_-][A-Za-z0-9._-]*\.png")
+
+
+def _sample_path(rel: str) -> str:
+    """Sample strips live next to the record: relative, no '..', no hidden parts, '.png'."""
+    if len(rel) > 255 or not _SAMPLE.fullmatch(rel):
+        raise ValueError("must be a relative path inside the record's folder ending in .png "
+                         "(letters, digits, '.', '_', '-', '/'; no '..')")
+    return rel
+
+
+SamplePath = Annotated[str, AfterValidator(_sample_path)]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN written into a field after construction serialises as "NaN", which reading refuses
+    model_config = ConfigDict(extra="forbid", validate_assignment=True,
+                              ser_json_inf_nan="strings")
 
 
 class ProtocolRef(_Strict):
-    id: str
-    version: int
+    id: Ident
+    version: Annotated[int, Field(ge=1, le=2**31 - 1)]
 
 
 class BenchmarkRef(_Strict):
-    name: str
-    preset: str
+    name: Ident
+    preset: Annotated[str, Field(pattern=f"^(?:-|{ID_PATTERN})$", max_length=64)]
     fingerprints: dict[str, str]
 
 
+class RecordMeta(SubmissionMeta):
+    """The submission's sidecar as recorded, plus the novel-protocol eligibility check's verdict."""
+
+    novel_eligibility: Literal["n/a", "undeclared", "declared-disjoint"] = "n/a"
+
+
+class ValidationSummary(_Strict):
+    """What `validate` measured and which of its checks the submission passed."""
+
+    seconds_per_clip: NonNegative
+    peak_memory_mb: NonNegative | None = None
+    checks: list[str] = Field(default_factory=list)
+
+
 class SubmissionInfo(_Strict):
-    name: str
-    sha256: str
-    format: str  # "torch.export" | "torchscript" | "baseline"
-    params: int
-    flops: int | None = None
-    meta: dict = Field(default_factory=dict)
+    name: EntryName
+    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    format: Literal["torch.export", "torchscript", "baseline"]
+    params: Count
+    flops: Count | None = None
+    meta: RecordMeta = Field(default_factory=RecordMeta)
+    validation: ValidationSummary | None = None
 
 
 class AttackerResult(_Strict):
-    arch: str
-    cmap: float
-    f1: float
-    per_attribute: dict[str, dict[str, float]]
-    epochs: int
+    arch: EntryName
+    cmap: Score
+    f1: Score
+    per_attribute: dict[str, dict[Literal["ap", "f1"], Score]]
+    epochs: Count
 
 
 class Metrics(_Strict):
     """Scores in percent. The `action_top1*` fields hold the protocol's utility score, which
-    `action_metric` names: video top-1, or cMAP for multi-label actions (P-HVU)."""
+    `action_metric` names: video top-1, or cMAP for multi-label actions (P-HVU). Drops are
+    relative (fractions) and may be negative when a submission beats raw data."""
 
-    action_top1: float
-    action_top1_ci: tuple[float, float]
-    action_top1_clip: float
+    action_top1: Score
+    action_top1_ci: CI
+    action_top1_clip: Score
     action_metric: Literal["top1", "cmap"] = "top1"
-    privacy_cmap: float
-    privacy_cmap_ci: tuple[float, float]
-    privacy_f1: float
-    privacy_f1_ci: tuple[float, float]
-    privacy_cmap_mean: float
-    privacy_f1_mean: float
-    worst_attacker: str
-    action_drop: float | None = None
-    privacy_drop: float | None = None
+    privacy_cmap: Score
+    privacy_cmap_ci: CI
+    privacy_f1: Score
+    privacy_f1_ci: CI
+    privacy_cmap_mean: Score
+    privacy_f1_mean: Score
+    worst_attacker: EntryName
+    action_drop: Finite | None = None
+    privacy_drop: Finite | None = None
     excluded_attributes: list[str] = Field(default_factory=list)
-    target_epochs: int
+    target_epochs: Count
 
 
 class Record(_Strict):
-    schema_version: int = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     pabench: dict[str, str]
     protocol: ProtocolRef
     benchmark: BenchmarkRef
@@ -78,39 +140,159 @@ class Record(_Strict):
     attackers: list[AttackerResult]
     raw: Metrics | None = None
     raw_attackers: list[AttackerResult] = Field(default_factory=list)
-    seeds: list[int]
+    seeds: list[Count]
     hardware: dict[str, str]
-    timings: dict[str, float]
+    timings: dict[str, NonNegative]
     created: str
     command: str
-    samples: list[str] = Field(default_factory=list)  # PNG paths (relative to the record) raw|anon
+    samples: Annotated[list[SamplePath], Field(max_length=16)] = Field(default_factory=list)
+    """PNG strips (raw frames over anonymized ones), relative to the record's folder."""
 
     @property
-    def key(self) -> str:
-        b = self.benchmark
-        return f"{b.name}-{b.preset}__{self.protocol.id}__{self.submission.name}"
+    def table_id(self) -> str:
+        """Which records may be ranked together; '__' cannot occur inside its parts."""
+        b, p = self.benchmark, self.protocol
+        return f"{b.name}__{b.preset}__{p.id}__v{p.version}"
+
+    @property
+    def entry_id(self) -> str:
+        """Unique per (table, submission name) by construction: the table id's four parts
+        contain no '_', so the first four '__' always split it the same way."""
+        return f"{self.table_id}__{self.submission.name}"
 
 
-def write_record(record: Record, path: Path) -> Path:
-    """Write atomically (temp file + rename) so an interrupted run never leaves half a record."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-    with os.fdopen(fd, "w") as f:
-        f.write(record.model_dump_json(indent=2))
-        f.write("\n")
-    os.replace(tmp, path)
-    return path
+def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 kept `submission.meta` as an untyped dict (the sidecar plus `novel_eligibility`) and had
+    no `validation`; v2 types the same keys, so the upgrade is the version stamp: a v1 meta
+    that does not fit the typed model is refused by validation with its field named."""
+    return {**data, "schema_version": 2}
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_v1}
+"""version -> the step to version + 1; reading chains them up to SCHEMA_VERSION."""
+
+
+class _Refused(ValueError):
+    """A JSON construct a record may not contain."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Refuse repeated keys: a reviewer reading the first value and a parser keeping the last
+    would see different records."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _Refused(f"key {k[:40]!r} appears twice in one object")
+        out[k] = v
+    return out
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _Refused(f"number {text[:40]} is out of range")
+    return value
+
+
+def _constant(name: str) -> float:
+    raise _Refused(f"{name} is not a valid number in a record")
+
+
+def parse_record(raw: bytes, source: object) -> Record:
+    """Validate a record's bytes (any supported schema version) as `source`'s content."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise PabenchError(f"{source}: not UTF-8 text (bad byte at offset {e.start})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_finite,
+                          parse_constant=_constant)
+    except json.JSONDecodeError as e:
+        raise PabenchError(f"{source}: malformed JSON ({e.msg} at line {e.lineno})") from None
+    except RecursionError:
+        raise PabenchError(f"{source}: malformed JSON (nested too deeply)") from None
+    except ValueError as e:  # _Refused, or an integer longer than Python will parse
+        raise PabenchError(f"{source}: invalid record: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise PabenchError(f"{source}: invalid record: not a JSON object")
+    version = data.get("schema_version")
+    if type(version) is not int or not (1 <= version <= SCHEMA_VERSION):
+        shown = repr(version)[:40]
+        raise PabenchError(
+            f"{source}: schema_version {shown} is not supported: this pabench reads versions "
+            f"1-{SCHEMA_VERSION} (a newer pabench may have written it)"
+        )
+    while version < SCHEMA_VERSION:
+        data = UPGRADES[version](data)
+        version += 1
+    try:
+        # Strict JSON-mode validation: a JSON array still fills a tuple, a string never a number
+        encoded = json.dumps(data, ensure_ascii=False).encode("utf-8")
+        return Record.model_validate_json(encoded, strict=True)
+    except UnicodeEncodeError:
+        raise PabenchError(f"{source}: invalid record: a string holds a lone surrogate") from None
+    except ValidationError as e:
+        raise validation_error(source, e, "invalid record") from None
 
 
 def read_record(path: Path) -> Record:
-    """Load and validate one record; malformed files raise a one-line PabenchError."""
+    """Load and validate one record; every failure is a one-line PabenchError naming `path`."""
+    path = Path(path)
     try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as e:
-        raise PabenchError(f"{path}: malformed JSON ({e.msg} at line {e.lineno})") from None
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise PabenchError(f"{path}: not a regular file")
+        if st.st_size > MAX_RECORD_BYTES:
+            raise PabenchError(f"{path}: {st.st_size} bytes is too large for a record "
+                               f"(at most {MAX_RECORD_BYTES // 2**20} MiB)")
+        with path.open("rb") as f:
+            raw = f.read(MAX_RECORD_BYTES + 1)
+    except OSError as e:
+        raise PabenchError(f"{path}: cannot read record ({e.strerror or e})") from None
+    if len(raw) > MAX_RECORD_BYTES:
+        raise PabenchError(f"{path}: too large for a record (at most "
+                           f"{MAX_RECORD_BYTES // 2**20} MiB)")
+    return parse_record(raw, path)
+
+
+def _describe(record: Record) -> str:
+    s = record.submission
+    return f"{s.name} (sha256 {s.sha256[:12]}…, table {record.table_id})"
+
+
+def check_replace(record: Record, path: Path, *, replace: bool = False) -> bool:
+    """Whether writing `record` to `path` replaces a file. Without `replace`, refuse to replace
+    anything but a record of the same entry and submission (table, name and sha256)."""
+    path = Path(path)
+    if not (path.exists() or path.is_symlink()):
+        return False
+    if replace:
+        return True
     try:
-        return Record.model_validate(data)
-    except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise PabenchError(f"{path}: invalid record: {loc}: {first['msg']}") from None
+        old = read_record(path)
+    except PabenchError as e:
+        raise PabenchError(f"{path}: already exists and is not a record this pabench reads "
+                           f"({str(e).removeprefix(f'{path}: ')}); pass --replace to overwrite it"
+                           ) from None
+    same = (old.table_id, old.submission.name, old.submission.sha256) == (
+        record.table_id, record.submission.name, record.submission.sha256)
+    if not same:
+        raise PabenchError(f"{path}: already holds {_describe(old)}; pass --replace to overwrite "
+                           f"it with {_describe(record)}")
+    return True
+
+
+def write_record(record: Record, path: Path, *, replace: bool = False) -> bool:
+    """Write atomically (unique temp file + rename): an interrupted run never leaves half a
+    record and concurrent writers each leave a whole one. The text is validated as a reader
+    will validate it, so a record that could not be read back is never written. Returns True
+    when an existing file was replaced (the caller says so); see `check_replace`."""
+    path = Path(path)
+    text = record.model_dump_json(indent=2) + "\n"
+    parse_record(text.encode("utf-8"), f"{path} (not written)")
+    replaced = check_replace(record, path, replace=replace)
+    try:
+        atomic_write_text(path, text)
+    except OSError as e:
+        raise PabenchError(f"{path}: cannot write record ({e.strerror or e})") from None
+    return replaced

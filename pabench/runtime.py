@@ -170,11 +170,6 @@ def check_name(name: str, source: object) -> str:
     return name
 
 
-def slug(text: str) -> str:
-    """A file-name-safe form of `text` (names that reach a path are validated first)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text)
-
-
 def check_writable(out: Path) -> None:
     """Fail early with one line rather than deep inside a build or after hours of training."""
     try:
@@ -190,4 +185,5 @@ def validation_error(source: object, e: ValidationError, what: str = "invalid") 
     """The first pydantic error as one line naming the file and the field."""
     first = e.errors()[0]
     loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = loc.encode("unicode_escape").decode()  # keys come from the file: keep one line
     return PabenchError(f"{source}: {what}: {loc}: {first['msg']}")

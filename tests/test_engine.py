@@ -13,8 +13,8 @@ import torch
 from torch import nn
 from torchvision.transforms.functional import rgb_to_grayscale
 
-from pabench.engine import evaluate
 from pabench.errors import PabenchError
+from pabench.evaluation import evaluate
 from pabench.protocols import PROTOCOLS, Schedule
 from pabench.records import read_record
 from pabench.submission import SubmissionMeta, export_submission, from_module
@@ -57,7 +57,7 @@ def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_pat
     from pabench.runtime import pabench_home
 
     rec = _run("baseline:identity", tmp_path, synth_tiny)
-    path = tmp_path / "results" / "pa-synth-tiny__test-quick__identity.json"
+    path = tmp_path / "results" / "pa-synth__tiny__test-quick__v1__identity.json"
     assert read_record(path).metrics == rec.metrics
     assert rec.raw is not None and rec.raw.action_top1 == rec.metrics.action_top1
     assert rec.metrics.action_top1_ci[0] <= rec.metrics.action_top1 <= rec.metrics.action_top1_ci[1]
@@ -150,7 +150,7 @@ def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
 
 def test_vispr_attacker_outputs_map_to_pa_hmdb51_attributes():
     from pabench.data.clipset import ClipSet
-    from pabench.engine import _align_attributes
+    from pabench.evaluation.fit import align_attributes as _align_attributes
 
     empty = np.zeros((2, 1, 4, 4, 3), np.uint8)
     train = ClipSet("vispr1", "train", empty, ["a", "b"], "x",
@@ -180,7 +180,7 @@ def test_baselines_sharing_a_class_get_distinct_hashes():
 
 def test_baseline_declaration_reaches_the_submission(monkeypatch):
     from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext, Identity
-    from pabench.engine import resolve_submission
+    from pabench.evaluation.run import resolve_submission
     from pabench.submission import TrainingData
 
     declared = TrainingData(datasets=["x"], action_classes=["walk_left"], attributes=["face"])

@@ -25,11 +25,11 @@ from pabench.leaderboard import (
     make_server,
     pareto_flags,
 )
-from pabench.leaderboard.tables import slugify
 from pabench.protocols import PROTOCOLS
 from pabench.records import AttackerResult, Metrics, Record, write_record
 
 XSS = "<script>alert(1)</script>"
+XSS_ENTRY = "scripted"  # names are ASCII words; its authors and command carry the markup
 ATTRS = ("face", "gender", "skin", "relationship")
 SHARED_REPORTED = Path(__file__).resolve().parents[2] / "shared" / "reported" / "paper_results.csv"
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +41,7 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "unet": (88.0, 55.0),
         "downsample-4x": (80.0, 50.0),
         "box-blur-face": (85.0, 70.0),
-        XSS: (70.0, 65.0),
+        XSS_ENTRY: (70.0, 65.0),
     },
     ("known", 2): {"identity": (92.0, 85.0), "downsample-4x": (70.0, 75.0)},
     ("cross-dataset", 1): {"identity": (75.0, 60.0), "downsample-4x": (61.0, 41.0)},
@@ -84,7 +84,7 @@ def _sample_png(path: Path) -> None:
 def make_record(protocol: str, version: int, name: str, with_sample: bool = False) -> Record:
     top1, cmap = FIXTURE[(protocol, version)][name]
     raw = FIXTURE[(protocol, version)]["identity"]
-    key = slugify(f"pa-synth-tiny__{protocol}__v{version}__{name}")
+    key = f"pa-synth-tiny__{protocol}__v{version}__{name}"
     return Record(
         pabench={"version": "0.1.0", "git": "0123abc"},
         protocol={"id": protocol, "version": version},
@@ -94,7 +94,8 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
             "name": name, "sha256": "ab" * 32, "format": "baseline",
             "params": 0 if name == "identity" else 1_234_567, "flops": 2_000_000,
             "meta": {"training_data": {"datasets": ["synth-action"], "action_classes": ["walk"],
-                                       "attributes": ["face"]}, "paper_url": "javascript:x()"},
+                                       "attributes": ["face"]}, "paper_url": "javascript:x()",
+                     "authors": [XSS] if name == XSS_ENTRY else ["A. Author"]},
         },
         metrics=_metrics(top1, cmap, raw),
         attackers=_attackers(cmap),
@@ -104,7 +105,8 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
         hardware={"cpu": "2 cores", "torch": "2.9"},
         timings={"anonymize": 1.5, "total": 42.0},
         created="2025-01-01T00:00:00+00:00",
-        command=f"pabench evaluate {name} --protocol {protocol} --preset tiny",
+        command=f"pabench evaluate {name} --protocol {protocol} --preset tiny"
+        + (f" # {XSS}" if name == XSS_ENTRY else ""),
         samples=[f"samples/{key}.png"] if with_sample else [],
     )
 
@@ -116,7 +118,7 @@ def write_fixture_results(root: Path) -> Path:
         for name in entries:
             with_sample = (protocol, version, name) == ("known", 1, "downsample-4x")
             rec = make_record(protocol, version, name, with_sample)
-            key = slugify(f"pa-synth-tiny__{protocol}__v{version}__{name}")
+            key = f"pa-synth-tiny__{protocol}__v{version}__{name}"
             if with_sample:
                 _sample_png(results / rec.samples[0])
             write_record(rec, results / f"{key}.json")
@@ -190,14 +192,13 @@ def test_downloads_match_records(site: Path, results: Path) -> None:
 def test_pages_exist_and_escape(site: Path, results: Path) -> None:
     for pid, _ in PROTOCOLS.items():
         assert (site / "protocols" / f"{pid}.html").is_file()
-    xss = next(e for e in _tables(results)[("known", 1)].entries if e.name == XSS)
-    assert set(xss.slug) <= set("abcdefghijklmnopqrstuvwxyz0123456789-_")
-    for page in (site / "index.html", site / "entries" / f"{xss.slug}.html"):
-        html = page.read_text()
-        assert XSS not in html
-        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
-    entry = (site / "entries" / f"{xss.slug}.html").read_text()
+    xss = next(e for e in _tables(results)[("known", 1)].entries if e.name == XSS_ENTRY)
+    assert xss.id == "pa-synth__tiny__known__v1__scripted"
+    entry = (site / "entries" / f"{xss.id}.html").read_text()
+    assert XSS not in entry
+    assert entry.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 2  # authors, command
     assert 'href="javascript:' not in entry  # metadata URLs become links only when http(s)
+    assert "javascript:x()" in entry  # shown as text
     samples = list((site / "samples").glob("*.png"))
     assert len(samples) == 1 and Image.open(samples[0]).size == (128, 64)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_leaderboard import FIXTURE, ROOT, XSS, write_fixture_results
+from test_leaderboard import FIXTURE, ROOT, XSS, XSS_ENTRY, write_fixture_results
 
 from pabench.leaderboard import build_site, build_tables, load_records, make_server
 
@@ -157,14 +157,15 @@ def test_entry_page_shows_images(
     assert watched.problems == []
 
 
-def test_script_name_renders_as_text(watched: Watched, base_urls: dict[str, str]) -> None:
+def test_script_metadata_renders_as_text(watched: Watched, base_urls: dict[str, str]) -> None:
     page = watched.page
     page.goto(base_urls["file"] + "index.html")
-    link = page.get_by_role("link", name=XSS)
+    link = page.get_by_role("link", name=XSS_ENTRY, exact=True)
     assert link.is_visible()
     link.click()
     page.wait_for_load_state("load")
-    assert page.locator("h1.entry-name").inner_text() == XSS
-    assert page.get_by_text(XSS, exact=True).first.is_visible()
+    assert page.locator("h1.entry-name").inner_text() == XSS_ENTRY
+    assert page.get_by_text(f"by {XSS}").first.is_visible()  # authors, shown literally
+    assert XSS in page.locator("pre.command").inner_text()
     assert page.evaluate("document.querySelectorAll('script').length") == 1  # only ours
     assert watched.dialogs == [] and watched.problems == []

@@ -14,8 +14,8 @@ from pabench.anonymizers import Identity
 from pabench.data.builders import p_hvu
 from pabench.data.clipset import ClipSet, multi_hot
 from pabench.data.hub import encode_mp4
-from pabench.engine import evaluate
 from pabench.errors import PabenchError
+from pabench.evaluation import evaluate
 from pabench.protocols import PROTOCOLS, ClipSpec, Schedule
 from pabench.submission import SubmissionMeta, from_module
 from pabench.training import FitSpec, predict

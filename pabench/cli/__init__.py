@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
 from pabench.cli.baselines import app as baselines_app
+from pabench.cli.console import cell, err
 from pabench.cli.datasets import app as datasets_app
 from pabench.cli.evaluate import evaluate, protocols_app
 from pabench.cli.leaderboard import app as leaderboard_app
@@ -20,13 +21,10 @@ app.add_typer(leaderboard_app, name="leaderboard")
 app.add_typer(protocols_app, name="protocols")
 app.command()(evaluate)
 
-err = Console(stderr=True)
-
-
 def main() -> None:
     """Console entry point: a PabenchError becomes one line on stderr and exit status 2."""
     try:
         app()
     except PabenchError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, soft_wrap=True)
+        err.print(Text.assemble(("error: ", "bold red"), cell(e)))
         sys.exit(2)

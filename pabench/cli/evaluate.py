@@ -7,14 +7,15 @@ import sys
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from pabench.cli.console import cell, clean, err, out
 from pabench.cli.progress import progress_bar
-from pabench.protocols import PROTOCOLS, protocols_for
+from pabench.protocols import PROTOCOLS
 from pabench.records import Record
+from pabench.runtime import pabench_home
 
-console = Console()
 protocols_app = typer.Typer(help="Inspect the versioned protocols.", no_args_is_help=True)
 
 
@@ -26,9 +27,9 @@ def _fmt(value: float | None, pct: bool = False) -> str:
 
 def print_record(record: Record) -> None:
     m, raw = record.metrics, record.raw
-    table = Table(title=f"{record.submission.name} on {record.benchmark.name}/"
-                        f"{record.benchmark.preset}, protocol {record.protocol.id} "
-                        f"v{record.protocol.version}")
+    table = Table(title=cell(f"{record.submission.name} on {record.benchmark.name}/"
+                             f"{record.benchmark.preset}, protocol {record.protocol.id} "
+                             f"v{record.protocol.version}"))
     action = "action cMAP" if m.action_metric == "cmap" else "action top-1"
     for col in ("", action, "privacy cMAP (worst)", "privacy F1 (worst)", "cMAP (mean)"):
         table.add_column(col)
@@ -43,12 +44,13 @@ def print_record(record: Record) -> None:
                       _fmt(raw.privacy_f1), _fmt(raw.privacy_cmap_mean))
         table.add_row("relative drop", _fmt(m.action_drop, True), _fmt(m.privacy_drop, True),
                       "", "")
-    console.print(table)
-    att = Table("attacker", "cMAP", "F1", "epochs", *sorted(record.attackers[0].per_attribute))
+    out.print(table)
+    attrs = sorted(record.attackers[0].per_attribute)
+    att = Table("attacker", "cMAP", "F1", "epochs", *[clean(a) for a in attrs])
     for a in record.attackers:
-        att.add_row(a.arch, f"{a.cmap:.1f}", f"{a.f1:.1f}", str(a.epochs),
-                    *[f"{a.per_attribute[k]['ap']:.1f}" for k in sorted(a.per_attribute)])
-    console.print(att)
+        att.add_row(cell(a.arch), f"{a.cmap:.1f}", f"{a.f1:.1f}", str(a.epochs),
+                    *[f"{a.per_attribute[k]['ap']:.1f}" for k in attrs])
+    out.print(att)
 
 
 def evaluate(
@@ -59,7 +61,11 @@ def evaluate(
     benchmark: str = typer.Option("pa-synth", help="pa-synth or real"),
     preset: str = typer.Option("auto", help="pa-synth preset: tiny, standard, or auto "
                                "(standard on a GPU, tiny on CPU)"),
-    output_dir: Path = typer.Option(Path("leaderboard/results"), help="Where records go"),
+    output_dir: Path | None = typer.Option(
+        None, help="Where records go (default: PABENCH_HOME/results; official records enter "
+        "leaderboard/results only through `pabench leaderboard add`)"),
+    replace: bool = typer.Option(False, help="Replace a record of another submission that "
+                                 "has the same name"),
     data_dir: Path | None = typer.Option(None, help="Built datasets (default: PABENCH_HOME)"),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
     seed: int | None = typer.Option(None, help="Override the protocol's seeds with one seed"),
@@ -67,32 +73,27 @@ def evaluate(
     json_out: bool = typer.Option(False, "--json", help="Print the record(s) as JSON"),
 ) -> None:
     """Score an anonymizer: fresh targets and attackers trained on its output."""
-    from pabench.anonymizers.baselines import expand_names
-    from pabench.data.synth import resolve_preset
-    from pabench.engine import evaluate as run_evaluation
+    from pabench.evaluation import compute, expand, store
+    from pabench.runtime import check_writable, is_rank0
 
-    names = ([f"baseline:{n}" for n in expand_names(submission.split(":", 1)[1])]
-             if submission.startswith("baseline:") else [submission])
-    protocols = ([p.id for p in protocols_for(benchmark)] if protocol == "all"
-                 else [PROTOCOLS.get(protocol).id])
-    if preset == "auto":  # after the name checks, so a typo still gets a one-line error
-        preset = resolve_preset(preset, device)
-        if benchmark == "pa-synth":
-            typer.echo(f"preset: {preset} (auto for device {device}; --preset standard for "
-                       "the full-size benchmark)", err=True)
-    command = shlex.join(["pabench", *sys.argv[1:]])
-    for name in names:
-        for pid in protocols:
-            with progress_bar() as bar:
-                record = run_evaluation(
-                    name, pid, benchmark=benchmark, preset=preset, output_dir=output_dir,
-                    data_dir=data_dir, device=device, seed=seed, meta_path=meta, progress=bar,
-                    command=command,
-                )
+    configs = expand(submission, protocol, benchmark=benchmark, preset=preset,
+                     data_dir=data_dir, device=device, seed=seed, meta_path=meta,
+                     command=shlex.join(["pabench", *sys.argv[1:]]))
+    if preset == "auto" and benchmark == "pa-synth":
+        err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "
+                  "standard for the full-size benchmark)")
+    results = output_dir or pabench_home() / "results"
+    check_writable(results)  # fail before hours of training, not after
+    for config in configs:
+        with progress_bar() as bar:
+            evaluation = compute(config, bar)
+        if is_rank0():
+            path, replaced = store(evaluation, results, replace=replace)
+            err.print(Text.assemble("replaced " if replaced else "wrote ", cell(path)))
             if json_out:
-                print(record.model_dump_json(indent=2))
+                print(evaluation.record.model_dump_json(indent=2))
             else:
-                print_record(record)
+                print_record(evaluation.record)
 
 
 @protocols_app.command("list")
@@ -101,12 +102,12 @@ def list_protocols(benchmark: str | None = typer.Option(None)) -> None:
     table = Table("id", "version", "benchmark", "title", "target", "attackers")
     for pid, p in PROTOCOLS.items():
         if benchmark is None or p.benchmark == benchmark:
-            table.add_row(pid, str(p.version), p.benchmark, p.title, p.target,
-                          ", ".join(p.attackers))
-    console.print(table)
+            table.add_row(cell(pid), str(p.version), cell(p.benchmark), cell(p.title),
+                          cell(p.target), cell(", ".join(p.attackers)))
+    out.print(table)
 
 
 @protocols_app.command("show")
 def show_protocol(protocol: str) -> None:
     """Print one protocol's full specification as JSON."""
-    console.print_json(PROTOCOLS.get(protocol).model_dump_json())
+    print(PROTOCOLS.get(protocol).model_dump_json(indent=2))

@@ -1,4 +1,4 @@
-"""`pabench leaderboard build|serve|import-reported`."""
+"""`pabench leaderboard build|serve|add|import-reported`."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.text import Text
+
+from pabench.cli.console import cell, out
 
 app = typer.Typer(help="Build and serve the static leaderboard site.", no_args_is_help=True)
-console = Console()
 
 
 @app.command()
@@ -20,28 +21,30 @@ def build(
     reported: Annotated[Path, typer.Option(help="Vendored paper results")] = Path(
         "leaderboard/reported"
     ),
-    out: Annotated[Path, typer.Option(help="Output folder (rebuilt from scratch)")] = Path("site"),
+    out_: Annotated[Path, typer.Option("--out", help="Output folder (replaced only by a "
+                                       "finished build)")] = Path("site"),
 ) -> None:
     """Render the static site: tables, trade-off plots, entry, protocol and reported pages."""
     from pabench.leaderboard import build_site
 
-    s = build_site(results, reported, out)
-    console.print(
-        f"built {s.out}/index.html: {s.tables} tables, {s.entries} entries, "
-        f"{s.reported_groups} reported tables"
-    )
+    s = build_site(results, reported, out_)
+    out.print(Text.assemble(
+        "built ", cell(s.out / "index.html"),
+        f": {s.tables} tables, {s.entries} entries, {s.reported_groups} reported tables",
+    ))
 
 
 @app.command()
 def serve(
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1")] = 8000,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one)")] = 8000,
     site: Annotated[Path, typer.Option(help="Folder built by `leaderboard build`")] = Path("site"),
 ) -> None:
     """Serve the built site on http://127.0.0.1:PORT until interrupted."""
     from pabench.leaderboard import make_server
 
     server = make_server(site, port)
-    console.print(f"serving {site} on http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)")
+    out.print(Text.assemble("serving ", cell(site),
+                            f" on http://127.0.0.1:{server.server_port}/ (Ctrl-C stops)"))
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -50,10 +53,31 @@ def serve(
         server.server_close()
 
 
+@app.command()
+def add(
+    records: Annotated[list[Path], typer.Argument(help="Records written by `pabench evaluate`")],
+    results: Annotated[Path, typer.Option(help="The official results folder")] = Path(
+        "leaderboard/results"
+    ),
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Replace an entry's record even when it is another submission")] = False,
+) -> None:
+    """Validate records and copy them, with their sample PNGs, into the results folder.
+
+    Nothing is written unless every record is valid and the folder would still build; an
+    entry's existing record is replaced only by the same submission, or with --replace."""
+    from pabench.leaderboard import add_records
+
+    for a in add_records(records, results, replace=replace):
+        verb = ("replaced ", "bold yellow") if a.replaced else ("added ", "bold green")
+        out.print(Text.assemble(verb, cell(a.path), " from ", cell(a.source)), soft_wrap=True)
+
+
 @app.command("import-reported")
 def import_reported_(
     csv: Annotated[Path, typer.Argument(help="CSV of numbers copied from papers")],
-    out: Annotated[Path, typer.Option(help="Vendor folder")] = Path("leaderboard/reported"),
+    out_: Annotated[Path, typer.Option("--out", help="Vendor folder")] = Path(
+        "leaderboard/reported"),
     citations: Annotated[
         Path | None, typer.Option(help="JSON {source: citation} for sources pabench lacks")
     ] = None,
@@ -61,5 +85,5 @@ def import_reported_(
     """Validate a CSV of numbers copied from papers and vendor it with its citations."""
     from pabench.leaderboard import import_reported
 
-    for path in import_reported(csv, out, citations):
-        console.print(f"wrote {path}")
+    for path in import_reported(csv, out_, citations):
+        out.print(Text.assemble("wrote ", cell(path)))

@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -19,7 +17,7 @@ import torch.nn.functional as F
 
 from pabench.data.hub import decode_video, read_meta, split_fingerprint
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import pabench_home
+from pabench.runtime import atomic_write_bytes, atomic_write_text, pabench_home
 
 
 @dataclass
@@ -174,10 +172,11 @@ def read_cached_array(path: Path) -> np.ndarray | None:
 
 
 def write_cached_array(path: Path, videos: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npy")
-    with os.fdopen(fd, "wb") as f:
-        np.save(f, videos, allow_pickle=False)
-    digest = hashlib.sha256(Path(tmp).read_bytes()).hexdigest()
-    os.replace(tmp, path)
-    path.with_suffix(".json").write_text(json.dumps({"sha256": digest, "shape": videos.shape}))
+    """The array and its content hash, each written atomically (the hash last, so a reader
+    never trusts an array whose hash it has not seen)."""
+    buf = io.BytesIO()
+    np.save(buf, videos, allow_pickle=False)
+    data = buf.getvalue()
+    atomic_write_bytes(path, data)
+    atomic_write_text(path.with_suffix(".json"), json.dumps(
+        {"sha256": hashlib.sha256(data).hexdigest(), "shape": videos.shape}))

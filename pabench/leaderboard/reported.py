@@ -6,9 +6,10 @@ source paper and setting and never ranked against verified rows or against other
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
-import shutil
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pabench.errors import PabenchError
-from pabench.leaderboard.tables import slugify
+from pabench.runtime import atomic_write_bytes, atomic_write_text
 
 CSV_NAME = "paper_results.csv"
 CITATIONS_NAME = "citations.json"
@@ -27,6 +28,15 @@ COLUMNS = [
 REQUIRED = ["source", "table", "protocol", "setting", "method"]
 ACTION_METRICS = {"top1", "cmap"}
 RAW_METHOD = "Raw data"
+
+
+def slugify(name: str, max_len: int = 60) -> str:
+    """A lowercase file-name-safe slug; a hash suffix keeps altered names distinct."""
+    slug = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9_-]+", "-", name.lower())).strip("-_")
+    if slug != name or len(slug) > max_len:
+        digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+        slug = f"{slug[:max_len].rstrip('-_')}-{digest}" if slug else digest
+    return slug
 
 
 class Citation(BaseModel):
@@ -143,10 +153,13 @@ def import_reported(csv: Path, out: Path, extra_citations: Path | None = None) -
             "pass --citations FILE.json"
         )
     used = {s: citations[s] for s in sorted({str(r["source"]) for r in rows})}
-    out.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(csv, out / CSV_NAME)
     text = json.dumps({s: c.model_dump() for s, c in used.items()}, indent=2, ensure_ascii=False)
-    (out / CITATIONS_NAME).write_text(text + "\n", encoding="utf-8")
+    try:  # atomic: a reader (or a build) never sees half a file
+        atomic_write_bytes(out / CSV_NAME, csv.read_bytes())
+        atomic_write_text(out / CITATIONS_NAME, text + "\n")
+    except OSError as e:
+        raise PabenchError(f"{out}: cannot write the reported results ({e.strerror or e})"
+                           ) from None
     return [out / CSV_NAME, out / CITATIONS_NAME]
 
 

@@ -15,6 +15,7 @@ from pabench.leaderboard.tables import Table
 WIDTH, HEIGHT = 600, 400
 LEFT, RIGHT, TOP, BOTTOM = 56, 18, 26, 48
 LABEL_CHARS = 22
+MAX_LABELS = 40  # label tries stop here: a crowded plot keeps tooltips, and stays fast
 CHAR_PX, LABEL_PX, MARK_PX = 6.2, 11.0, 6.0  # 11px label font; marker half-size
 # Label spots tried in order around a marker: (dx, dy of the text baseline, text-anchor)
 SPOTS = ((8, -7, "start"), (-8, -7, "end"), (8, 15, "start"), (-8, 15, "end"),
@@ -93,13 +94,18 @@ def _overlaps(a: Box, b: Box) -> bool:
 def _place_labels(points: list[Point], bounds: Box, obstacles: list[Box]) -> list[Point]:
     """Greedy placement: Pareto and reference labels first, each at the first spot that
     overlaps no marker and no placed label; a label with no free spot is dropped (the marker
-    keeps its tooltip and the table has the row), so text never overprints text."""
+    keeps its tooltip and the table has the row), so text never overprints text. Only the
+    first MAX_LABELS points in that order are tried: each try scans every marker."""
     taken = obstacles + [(p.x - MARK_PX, p.y - MARK_PX, p.x + MARK_PX, p.y + MARK_PX)
                          for p in points]
     placed: dict[int, Point] = {}
-    for i in sorted(range(len(points)), key=lambda i: (not points[i].pareto,
-                                                        not points[i].reference, points[i].y)):
+    order = sorted(range(len(points)), key=lambda i: (not points[i].pareto,
+                                                       not points[i].reference, points[i].y))
+    for n, i in enumerate(order):
         p = points[i]
+        if n >= MAX_LABELS:
+            placed[i] = replace(p, label="")
+            continue
         width = len(p.label) * CHAR_PX
         for dx, dy, anchor in SPOTS:
             x, y = p.x + dx, p.y + dy
@@ -118,7 +124,7 @@ def _place_labels(points: list[Point], bounds: Box, obstacles: list[Box]) -> lis
 
 def scatter(table: Table) -> Scatter:
     """Lay out one table's entries; CIs become whiskers, the Pareto front a line."""
-    ref = table.reference
+    ref, metric = table.reference, table.action_metric
     xs = [v for e in table.entries for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
     ys = [v for e in table.entries for v in e.m.action_top1_ci + (e.m.action_top1,)]
     if ref is not None:
@@ -144,7 +150,7 @@ def scatter(table: Table) -> Scatter:
             x_lo=px(m.privacy_cmap_ci[0]), x_hi=px(m.privacy_cmap_ci[1]),
             y_lo=py(m.action_top1_ci[0]), y_hi=py(m.action_top1_ci[1]),
             name=e.name, label=label,
-            tooltip=f"{e.name}: action {table.action_metric} {m.action_top1:.1f}, "
+            tooltip=f"{e.name}: action {metric} {m.action_top1:.1f}, "
             f"privacy cMAP {m.privacy_cmap:.1f}",
             pareto=e.pareto, reference=e.is_reference,
         ))
@@ -158,5 +164,5 @@ def scatter(table: Table) -> Scatter:
         x_ticks=_ticks(x_lo, x_hi, x_step, px), y_ticks=_ticks(y_lo, y_hi, y_step, py),
         points=points, front=" ".join(f"{p.x},{p.y}" for p in front),
         ref_x=px(ref.privacy_cmap) if ref else None,
-        ref_y=py(ref.action_top1) if ref else None, action_metric=table.action_metric,
+        ref_y=py(ref.action_top1) if ref else None, action_metric=metric,
     )

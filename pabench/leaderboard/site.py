@@ -1,12 +1,17 @@
 """Render records and reported results into a static site that opens from disk with no network.
 
 Output is a pure function of the inputs (no build time, sorted everywhere), so building on a
-fresh clone reproduces the published site byte for byte.
+fresh clone reproduces the published site byte for byte. Records are untrusted text: pages are
+autoescaped, links are http(s) only, a Content-Security-Policy allows only the site's own
+script, and CSV cells that a spreadsheet would run as formulas are defused.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
 import shutil
 from dataclasses import dataclass
 from functools import partial
@@ -21,11 +26,14 @@ from pabench import __version__
 from pabench.errors import PabenchError
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
-from pabench.leaderboard.tables import Entry, Table, build_tables, load_records
+from pabench.leaderboard.tables import Entry, Table, build_tables, load_records, sample_files
 from pabench.protocols import PROTOCOLS
+from pabench.records import RecordMeta
+from pabench.submission import TrainingData
 
-MARKER = ".pabench-site"  # only folders carrying it are wiped before a rebuild
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+MARKER = ".pabench-site"  # only folders carrying it are replaced by a rebuild
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 ROW_COLUMNS = [
     "entry", "table", "benchmark", "preset", "protocol", "protocol_version", "status",
     "reference", "pareto_optimal", "action_top1", "action_top1_ci_lo", "action_top1_ci_hi",
@@ -99,23 +107,6 @@ def _flatten(data: object, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix.rstrip("."), "—" if data is None else str(data))]
 
 
-def _sample_sources(entry: Entry) -> list[Path]:
-    """An entry's sample strips, checked before anything is written: inside its folder, PNG."""
-    base = entry.path.parent.resolve()
-    sources = []
-    for rel in entry.record.samples:
-        src = (base / rel).resolve()
-        if not src.is_relative_to(base):
-            raise PabenchError(f"{entry.path}: sample '{rel}' lies outside the record's folder")
-        if not src.is_file():
-            raise PabenchError(f"{entry.path}: sample '{rel}' not found")
-        with src.open("rb") as f:
-            if f.read(8) != PNG_MAGIC:
-                raise PabenchError(f"{entry.path}: sample '{rel}' is not a PNG")
-        sources.append(src)
-    return sources
-
-
 def _attribute_rows(entry: Entry) -> list[dict[str, object]]:
     """Per-attribute AP/F1 for each attacker next to the same attacker on raw data."""
     attrs = sorted({a for att in entry.record.attackers for a in att.per_attribute})
@@ -137,33 +128,56 @@ def _attribute_rows(entry: Entry) -> list[dict[str, object]]:
     return rows
 
 
-def _credits(meta: dict) -> str:
-    """Authors and licence from free-form submission metadata, as one line."""
-    authors = meta.get("authors")
-    if isinstance(authors, list):
-        authors = ", ".join(str(a) for a in authors)
-    parts = [f"by {authors}" if authors else "", f"licence {meta['licence']}" if meta.get(
-        "licence") else ""]
+def _credits(meta: RecordMeta) -> str:
+    """Authors and licence from the submission's sidecar, as one line."""
+    parts = [f"by {', '.join(meta.authors)}" if meta.authors else "",
+             f"licence {meta.licence}" if meta.licence else ""]
     return " · ".join(p for p in parts if p)
 
 
-def _prepare_out(out: Path) -> None:
-    if out.exists():
-        if not out.is_dir():
-            raise PabenchError(f"{out} exists and is not a folder")
-        if any(out.iterdir()) and not (out / MARKER).exists():
-            raise PabenchError(f"{out} is not empty and was not built by pabench; pick --out")
-        shutil.rmtree(out)
-    for sub in ("entries", "protocols", "data", "samples", "static"):
-        (out / sub).mkdir(parents=True)
-    (out / MARKER).write_text("built by `pabench leaderboard build`; rebuilt from scratch\n")
+def _declared(meta: RecordMeta) -> TrainingData | None:
+    t = meta.training_data
+    return t if (t.datasets or t.action_classes or t.attributes) else None
 
 
-def _write_table_data(out: Path, stem: str, meta: dict, rows: list[dict], columns: list) -> None:
-    doc = {**meta, "rows": rows}
-    text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    (out / "data" / f"{stem}.json").write_text(text, encoding="utf-8")
-    pd.DataFrame(rows, columns=columns).to_csv(out / "data" / f"{stem}.csv", index=False)
+def _csv_cell(v: object) -> object:
+    """Text a spreadsheet would run as a formula gets a leading quote; numbers stay numbers."""
+    if isinstance(v, str) and v.startswith(FORMULA_START) and not _NUMBER.fullmatch(v):
+        return "'" + v
+    return v
+
+
+class _Files:
+    """Writes the site's files under `root`, refusing to write one path twice (compared
+    ignoring case, as macOS and Windows do): two things never share a page or a download."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.written: set[str] = set()
+
+    def path(self, rel: str) -> Path:
+        key = rel.casefold()
+        if key in self.written:
+            raise PabenchError(f"two site files would be written to {rel}")
+        self.written.add(key)
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def text(self, rel: str, text: str) -> None:
+        self.path(rel).write_text(text, encoding="utf-8")
+
+    def table_data(self, stem: str, meta: dict, rows: list[dict], columns: list[str]) -> None:
+        """data/STEM.json (strict JSON: NaN refused) and data/STEM.csv (formula-safe)."""
+        try:
+            text = json.dumps({**meta, "rows": rows}, indent=2, ensure_ascii=False,
+                              allow_nan=False)
+        except ValueError:
+            raise PabenchError(f"data/{stem}.json: refusing to write a non-finite number"
+                               ) from None
+        self.text(f"data/{stem}.json", text + "\n")
+        safe = [{k: _csv_cell(v) for k, v in row.items()} for row in rows]
+        self.text(f"data/{stem}.csv", pd.DataFrame(safe, columns=columns).to_csv(index=False))
 
 
 def _table_meta(table: Table) -> dict[str, object]:
@@ -178,41 +192,66 @@ def _table_meta(table: Table) -> dict[str, object]:
     }
 
 
-def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
-    """Build index, entry, protocol and reported pages plus JSON/CSV downloads into `out`.
+def _check_out(out: Path, inputs: list[Path]) -> None:
+    """`out` is replaced wholesale, so it must be pabench's own: not a link, not a file, not a
+    foreign folder, and neither inside nor around the folders the site is built from."""
+    if out.name in ("", ".", ".."):
+        raise PabenchError(f"--out {out}: name the site's own folder (such as site)")
+    if out.is_symlink():
+        raise PabenchError(f"{out} is a symbolic link; pass the folder it points to as --out")
+    if out.exists():
+        if not out.is_dir():
+            raise PabenchError(f"{out} exists and is not a folder")
+        if any(out.iterdir()) and not (out / MARKER).is_file():
+            raise PabenchError(f"{out} is not empty and was not built by pabench; pick --out")
+    real = out.resolve()
+    for src in inputs:
+        s = src.resolve()
+        if real == s or real.is_relative_to(s) or s.is_relative_to(real):
+            raise PabenchError(f"--out {out} overlaps the input folder {src}; pick another --out")
 
-    Every input is read and checked before `out` is touched, so a bad record leaves the
-    previous site in place.
-    """
-    tables = build_tables(load_records(results))
-    groups: list[ReportedGroup] = load_reported(reported)
-    samples = {e.slug: _sample_sources(e) for t in tables for e in t.entries}
-    _prepare_out(out)
+
+def _swap(new: Path, out: Path) -> None:
+    """Put the finished build at `out`; the old site is moved aside first and restored if the
+    move fails, so there is always a whole site at `out` or the old one is back."""
+    if not out.exists():
+        new.rename(out)
+        return
+    old = out.with_name(f".{out.name}.old-{secrets.token_hex(4)}")
+    out.rename(old)
+    try:
+        new.rename(out)
+    except OSError:
+        old.rename(out)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
+            samples: dict[str, list[Path]]) -> None:
     env = environment()
     static = resources.files("pabench.leaderboard") / "static"
-    for item in static.iterdir():
+    for item in sorted(static.iterdir(), key=lambda i: i.name):
         if item.is_file():
-            (out / "static" / item.name).write_bytes(item.read_bytes())
+            site.path(f"static/{item.name}").write_bytes(item.read_bytes())
 
     def render(template: str, path: str, **ctx: object) -> None:
         root = "../" * path.count("/") or "./"
-        html = env.get_template(template).render(root=root, version=__version__, **ctx)
-        (out / path).write_text(html, encoding="utf-8")
+        site.text(path, env.get_template(template).render(root=root, version=__version__, **ctx))
 
     plots = {t.id: scatter(t) for t in tables}
     for t in tables:
-        _write_table_data(out, t.id, _table_meta(t), t.rows(), ROW_COLUMNS)
+        site.table_data(t.id, _table_meta(t), t.rows(), ROW_COLUMNS)
         for e in t.entries:
             copied = []
-            for i, src in enumerate(samples[e.slug]):
-                copied.append(f"samples/{e.slug}-{i}.png")
-                shutil.copyfile(src, out / copied[-1])
+            for i, src in enumerate(samples[e.id]):
+                copied.append(f"samples/{e.id}-{i}.png")
+                shutil.copyfile(src, site.path(copied[-1]))
+            meta = e.record.submission.meta
             render(
-                "entry.html.j2", f"entries/{e.slug}.html", table=t, entry=e,
-                samples=copied, attribute_rows=_attribute_rows(e),
-                training=e.record.submission.meta.get("training_data"),
-                credits=_credits(e.record.submission.meta),
-                paper_url=e.record.submission.meta.get("paper_url"),
+                "entry.html.j2", f"entries/{e.id}.html", table=t, entry=e,
+                samples=copied, attribute_rows=_attribute_rows(e), training=_declared(meta),
+                credits=_credits(meta), paper_url=meta.paper_url,
             )
     for g in groups:
         meta = {
@@ -220,7 +259,7 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
             "protocol": g.protocol, "setting": g.setting, "action_dataset": g.action_dataset,
             "privacy_dataset": g.privacy_dataset, "status": "reported",
         }
-        _write_table_data(out, g.id, meta, g.rows, REPORTED_COLUMNS)
+        site.table_data(g.id, meta, g.rows, REPORTED_COLUMNS)
 
     specs = [spec for _, spec in PROTOCOLS.items()]
     for spec in specs:
@@ -235,6 +274,32 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
         "index.html.j2", "index.html", tables=tables, plots=plots, sources=by_source(groups),
         n_entries=sum(len(t.entries) for t in tables),
     )
+    site.text(MARKER, "built by `pabench leaderboard build`; rebuilt from scratch\n")
+
+
+def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
+    """Build index, entry, protocol and reported pages plus JSON/CSV downloads into `out`.
+
+    Every input is read and checked first, the site is rendered into a fresh sibling folder,
+    and only a finished build replaces `out`: a bad record, a full disk or a crash leaves the
+    previous site as it was.
+    """
+    results, reported, out = Path(results), Path(reported), Path(os.path.normpath(out))
+    _check_out(out, [results, reported])
+    tables = build_tables(load_records(results))
+    groups: list[ReportedGroup] = load_reported(reported)
+    samples = {e.id: sample_files(e.path, e.record) for t in tables for e in t.entries}
+    tmp = out.with_name(f".{out.name}.build-{secrets.token_hex(4)}")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()  # (not mkdtemp: its 0700 mode would hide the site from a web server)
+        _render(_Files(tmp), tables, groups, samples)
+        _swap(tmp, out)
+    except OSError as e:
+        raise PabenchError(f"{out}: cannot write the site ({e.strerror or e}"
+                           f"{f': {e.filename}' if e.filename else ''})") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return BuildSummary(out, len(tables), sum(len(t.entries) for t in tables), len(groups))
 
 
@@ -244,8 +309,15 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 
 
 def make_server(site: Path, port: int = 8000, quiet: bool = False) -> ThreadingHTTPServer:
-    """An HTTP server for `site` on 127.0.0.1 only (port 0 picks a free one)."""
+    """An HTTP server for `site` on 127.0.0.1 only (port 0 picks a free one); a bad or busy
+    port is a one-line error."""
+    site = Path(site)
     if not (site / "index.html").is_file():
         raise PabenchError(f"{site}/index.html not found; run `pabench leaderboard build` first")
+    if type(port) is not int or not 0 <= port <= 65535:
+        raise PabenchError(f"--port {port}: must be a number from 0 to 65535")
     cls = _QuietHandler if quiet else SimpleHTTPRequestHandler
-    return ThreadingHTTPServer(("127.0.0.1", port), partial(cls, directory=str(site)))
+    try:
+        return ThreadingHTTPServer(("127.0.0.1", port), partial(cls, directory=str(site)))
+    except OSError as e:
+        raise PabenchError(f"cannot serve on 127.0.0.1:{port} ({e.strerror or e})") from None

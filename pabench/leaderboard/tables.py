@@ -1,13 +1,13 @@
 """Verified results as leaderboard tables: one per benchmark x preset x protocol id x version.
 
 Records of different protocol versions measure different things, so they never share a table
-(and so never share a rank or a Pareto front).
+(and so never share a rank or a Pareto front). Table and entry ids are the records' own
+`table_id` / `entry_id`: unambiguous by construction, so no two tables or entries share a page
+or a download.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,15 +17,8 @@ from pabench.protocols import PROTOCOLS
 from pabench.records import AttackerResult, Metrics, Record, read_record
 
 REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured against
-
-
-def slugify(name: str, max_len: int = 60) -> str:
-    """A lowercase file-name-safe slug; a hash suffix keeps altered names distinct."""
-    slug = re.sub(r"-{2,}", "-", re.sub(r"[^a-z0-9_-]+", "-", name.lower())).strip("-_")
-    if slug != name or len(slug) > max_len:
-        digest = hashlib.sha1(name.encode()).hexdigest()[:8]
-        slug = f"{slug[:max_len].rstrip('-_')}-{digest}" if slug else digest
-    return slug
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+MAX_SAMPLE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -34,8 +27,12 @@ class Entry:
 
     record: Record
     path: Path
-    slug: str
     pareto: bool = False
+
+    @property
+    def id(self) -> str:
+        """The entry page's and sample files' stem."""
+        return self.record.entry_id
 
     @property
     def name(self) -> str:
@@ -47,7 +44,10 @@ class Entry:
 
     @property
     def is_reference(self) -> bool:
-        return self.name == REFERENCE_NAME
+        """Only pabench's own identity baseline is the raw reference, not any entry that
+        happens to be called `identity`."""
+        s = self.record.submission
+        return s.name == REFERENCE_NAME and s.format == "baseline"
 
     def raw_attacker(self, arch: str) -> AttackerResult | None:
         return next((a for a in self.record.raw_attackers if a.arch == arch), None)
@@ -89,15 +89,12 @@ class Entry:
 class Table:
     """Entries that may be ranked against each other."""
 
+    id: str  # the records' `table_id`
     benchmark: str
     preset: str
     protocol: str
     version: int
     entries: list[Entry] = field(default_factory=list)
-
-    @property
-    def id(self) -> str:
-        return slugify(f"{self.benchmark}-{self.preset}__{self.protocol}__v{self.version}")
 
     @property
     def title(self) -> str:
@@ -135,40 +132,85 @@ class Table:
 
 
 def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
-    """(action top-1, privacy cMAP) -> optimal? Higher action and lower privacy are better."""
-    flags = []
-    for i, (a, p) in enumerate(points):
-        dominated = any(
-            a2 >= a and p2 <= p and (a2 > a or p2 < p)
-            for j, (a2, p2) in enumerate(points)
-            if j != i
-        )
-        flags.append(not dominated)
+    """(action top-1, privacy cMAP) -> optimal? Higher action and lower privacy are better.
+
+    A point is dominated by one at least as good on both axes and better on one (ties are not
+    dominated). One sweep from the best action down, O(n log n): thousands of entries are fine.
+    """
+    order = sorted(range(len(points)), key=lambda i: -points[i][0])
+    flags = [True] * len(points)
+    best_above = float("inf")  # lowest privacy among strictly higher action
+    i = 0
+    while i < len(order):
+        j = i
+        while j < len(order) and points[order[j]][0] == points[order[i]][0]:
+            j += 1
+        group = order[i:j]
+        lowest = min(points[k][1] for k in group)
+        for k in group:
+            p = points[k][1]
+            flags[k] = not (best_above <= p or lowest < p)
+        best_above = min(best_above, lowest)
+        i = j
     return flags
 
 
 def load_records(results: Path) -> list[tuple[Path, Record]]:
-    """Every record under `results` (samples and temp files skipped), in a stable order."""
-    if not results.is_dir():
+    """Every record under `results` (hidden files, such as temp files, skipped), in a stable
+    order. Symbolic links are refused: a record must be the file that was reviewed."""
+    results = Path(results)
+    if not results.exists():
         raise PabenchError(f"results folder not found: {results}")
-    paths = sorted(p for p in results.rglob("*.json") if not p.name.startswith("."))
+    if not results.is_dir():
+        raise PabenchError(f"{results}: results folder is not a folder")
+    paths = sorted(
+        p for p in results.rglob("*.json")
+        if not any(part.startswith(".") for part in p.relative_to(results).parts)
+    )
+    for p in paths:
+        if p.is_symlink():
+            raise PabenchError(f"{p}: is a symbolic link; records must be regular files")
     return [(p, read_record(p)) for p in paths]
 
 
+def sample_files(path: Path, record: Record) -> list[Path]:
+    """A record's sample strips, checked before anything is copied: inside the record's folder
+    (after following links), regular files, PNG, at most MAX_SAMPLE_BYTES."""
+    base = path.parent.resolve()
+    sources = []
+    for rel in record.samples:
+        src = (base / rel).resolve()
+        if not src.is_relative_to(base):
+            raise PabenchError(f"{path}: sample '{rel}' lies outside the record's folder")
+        if not src.is_file():
+            raise PabenchError(f"{path}: sample '{rel}' not found")
+        if src.stat().st_size > MAX_SAMPLE_BYTES:
+            raise PabenchError(f"{path}: sample '{rel}' is larger than "
+                               f"{MAX_SAMPLE_BYTES // 2**20} MiB")
+        with src.open("rb") as f:
+            if f.read(8) != PNG_MAGIC:
+                raise PabenchError(f"{path}: sample '{rel}' is not a PNG")
+        sources.append(src)
+    return sources
+
+
 def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
-    """Group records into tables, mark the Pareto front, order rows by action top-1."""
-    tables: dict[tuple[str, str, str, int], Table] = {}
-    seen: dict[tuple[str, str], Path] = {}
+    """Group records into tables, mark the Pareto front, order rows by action top-1.
+
+    Two records of one entry (the same name, ignoring case: case-insensitive file systems
+    would give them one page) are refused, naming both files."""
+    tables: dict[str, Table] = {}
+    seen: dict[str, Path] = {}
     for path, rec in records:
-        key = (rec.benchmark.name, rec.benchmark.preset, rec.protocol.id, rec.protocol.version)
-        table = tables.setdefault(key, Table(*key))
-        other = seen.setdefault((table.id, rec.submission.name), path)
+        b, p = rec.benchmark, rec.protocol
+        table = tables.setdefault(
+            rec.table_id, Table(rec.table_id, b.name, b.preset, p.id, p.version))
+        other = seen.setdefault(rec.entry_id.casefold(), path)
         if other != path:
             raise PabenchError(
                 f"{path}: entry '{rec.submission.name}' is already in table {table.id} ({other})"
             )
-        slug = slugify(f"{table.id}__{rec.submission.name}")
-        table.entries.append(Entry(record=rec, path=path, slug=slug))
+        table.entries.append(Entry(record=rec, path=path))
     for table in tables.values():
         flags = pareto_flags([(e.m.action_top1, e.m.privacy_cmap) for e in table.entries])
         for e, flag in zip(table.entries, flags, strict=True):

@@ -1,15 +1,14 @@
 """Model zoo for utility targets (video models) and privacy attackers (frame models).
 
 Small builders in torchvision's manner: `build_model(name, num_classes, input_size)` returns a
-fresh, randomly initialised network (weights=None). `--pretrained-weights PATH` loads a local
-state dict with `torch.load(weights_only=True)`, skipping a classifier head of another shape.
+fresh, randomly initialised network (weights=None): every model a protocol scores with is
+trained from scratch on the data it judges.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -17,7 +16,6 @@ import torchvision.models as tvm
 import torchvision.models.video as tvv
 from torch import nn
 
-from pabench.errors import PabenchError
 from pabench.registry import Registry
 
 Kind = Literal["video", "frame"]
@@ -184,19 +182,5 @@ for _name, _kind, _desc, _build in [
     MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build))
 
 
-def build_model(
-    name: str, num_classes: int, input_size: int, pretrained_weights: Path | None = None
-) -> nn.Module:
-    """A fresh model; optional local weights (safe loading; mismatched head shapes skipped)."""
-    model = MODELS.get(name).build(num_classes, input_size)
-    if pretrained_weights is not None:
-        try:
-            state = torch.load(pretrained_weights, map_location="cpu", weights_only=True)
-        except Exception as e:  # torch raises many types for corrupt or unsafe files
-            raise PabenchError(f"{pretrained_weights}: cannot load weights ({e})") from None
-        own = model.state_dict()
-        usable = {k: v for k, v in state.items() if k in own and own[k].shape == v.shape}
-        if not usable:
-            raise PabenchError(f"{pretrained_weights}: no parameter matches model '{name}'")
-        model.load_state_dict(usable, strict=False)
-    return model
+def build_model(name: str, num_classes: int, input_size: int) -> nn.Module:
+    return MODELS.get(name).build(num_classes, input_size)

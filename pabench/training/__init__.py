@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -40,7 +39,6 @@ class FitSpec:
     augment: tuple[str, ...]
     seed: int
     device: str = "cpu"
-    pretrained_weights: Path | None = None
     eval_frames: int = 8  # frames per video an attacker averages over at test time
     frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
 
@@ -150,8 +148,7 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     order = rng.permutation(len(videos))
     n_val = max(1, int(round(len(videos) * sched.val_fraction)))
     val, train = order[:n_val], order[n_val:]
-    model = build_model(spec.model, spec.num_outputs, spec.input_size,
-                        spec.pretrained_weights).to(spec.device)
+    model = build_model(spec.model, spec.num_outputs, spec.input_size).to(spec.device)
     rank, world = rank_world()
     distributed = is_distributed()
     net = wrap_ddp(model, spec.device)

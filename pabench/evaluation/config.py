@@ -1,0 +1,80 @@
+"""What one evaluation is: a typed config that the CLI and Python both build the same way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pabench.data.synth import resolve_preset
+from pabench.errors import PabenchError, unknown_name
+from pabench.protocols import PROTOCOLS, ProtocolSpec, protocols_for
+from pabench.runtime import check_device
+from pabench.submission import DEFAULT_BUDGETS, Budgets, Submission
+
+BENCHMARK_NAMES = ("pa-synth", "real")
+
+
+@dataclass(frozen=True)
+class EvaluationConfig:
+    """One submission under one protocol.
+
+    submission: a `.pt2` / TorchScript file, `baseline:NAME`, or a loaded `Submission`.
+    protocol: a protocol id or spec; it must belong to `benchmark` ("pa-synth" or "real").
+    preset: pa-synth preset, or "auto" (standard on a GPU, tiny on CPU); on real data it only
+        sizes the in-repo baselines that need a trained part.
+    data_dir: built datasets (default: pa-synth under PABENCH_HOME, built on first use).
+    seed: replaces the protocol's seeds with this one seed.
+    meta_path: the submission's sidecar JSON (default: the file's name with .json).
+    """
+
+    submission: str | Path | Submission
+    protocol: str | ProtocolSpec = "known"
+    benchmark: str = "pa-synth"
+    preset: str = "auto"
+    data_dir: Path | None = None
+    device: str = "cpu"
+    seed: int | None = None
+    meta_path: Path | None = None
+    budgets: Budgets = DEFAULT_BUDGETS
+    command: str = ""
+
+    @property
+    def spec(self) -> ProtocolSpec:
+        if isinstance(self.protocol, ProtocolSpec):
+            return self.protocol
+        return PROTOCOLS.get(self.protocol)
+
+    def resolved(self) -> EvaluationConfig:
+        """Check names and the device, and fix `auto`: everything a run needs, before any work."""
+        check_benchmark(self.benchmark)
+        spec = self.spec
+        if spec.benchmark != self.benchmark:
+            valid = [p.id for p in protocols_for(self.benchmark)]
+            raise PabenchError(
+                f"protocol '{spec.id}' belongs to benchmark '{spec.benchmark}', not "
+                f"'{self.benchmark}' (valid here: {', '.join(valid)})"
+            )
+        check_device(self.device)
+        return replace(self, preset=resolve_preset(self.preset, self.device))
+
+
+def check_benchmark(benchmark: str) -> str:
+    if benchmark not in BENCHMARK_NAMES:
+        raise unknown_name("benchmark", benchmark, BENCHMARK_NAMES)
+    return benchmark
+
+
+def expand(submission: str | Path, protocol: str = "known", **options: object
+           ) -> list[EvaluationConfig]:
+    """`baseline:all` (or `baseline:a,b`) and `protocol="all"` as one config per pair, every
+    name checked before any work starts."""
+    from pabench.anonymizers.baselines import expand_names
+
+    benchmark = check_benchmark(str(options.get("benchmark", "pa-synth")))
+    text = str(submission)
+    subs: list[str | Path] = ([f"baseline:{n}" for n in expand_names(text.split(":", 1)[1])]
+                              if text.startswith("baseline:") else [submission])
+    protocols = ([p.id for p in protocols_for(benchmark)] if protocol == "all"
+                 else [PROTOCOLS.get(protocol).id])
+    configs = [EvaluationConfig(s, p, **options) for s in subs for p in protocols]  # type: ignore[arg-type]
+    return [c.resolved() for c in configs]

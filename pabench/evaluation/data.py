@@ -1,0 +1,95 @@
+"""The data of one run: pa-synth built on first use, each split loaded once per run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pabench.data.clipset import ClipSet, load_clipset
+from pabench.data.hub import META_FILE
+from pabench.data.registry import BENCHMARKS
+from pabench.data.synth import build_synth, get_preset
+from pabench.errors import PabenchError
+from pabench.evaluation.config import EvaluationConfig
+from pabench.protocols import DataRef, ProtocolSpec
+from pabench.runtime import Progress, barrier, is_rank0, pabench_home
+
+REAL_FRAMES_PER_CLIP = 4  # real videos are resampled to 4 clip lengths, then 10 clips are taken
+
+
+@dataclass
+class Run:
+    """One evaluation's resolved settings, loaded splits and stage timings."""
+
+    protocol: ProtocolSpec
+    benchmark: str
+    preset: str
+    data_dir: Path
+    work_dir: Path
+    device: str
+    seeds: tuple[int, ...]
+    frames: int
+    size: int
+    progress: Progress | None
+    timings: dict[str, float] = field(default_factory=dict)
+    sets: dict[tuple[str, str], ClipSet] = field(default_factory=dict)
+    # (submission sha256, dataset, split) -> anonymized copy, so nothing is anonymized twice
+    anonymized: dict[tuple[str, str, str], ClipSet] = field(default_factory=dict)
+
+    def tick(self, name: str, start: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - start
+
+    def count(self, name: str, n: int) -> None:
+        self.timings[name] = self.timings.get(name, 0) + n
+
+
+def ensure_data(benchmark: str, preset: str, data_dir: Path | None,
+                progress: Progress | None) -> Path:
+    """pa-synth builds itself on first use; real datasets must have been built by the user."""
+    if benchmark == "pa-synth":
+        get_preset(preset)
+        root = data_dir or pabench_home() / "datasets" / f"pa-synth-{preset}"
+        missing = tuple(n for n in BENCHMARKS["pa-synth"] if not (root / n / META_FILE).is_file())
+        if missing and is_rank0():
+            build_synth(root, preset=preset, names=missing, progress=progress)
+        barrier()
+        return root
+    return data_dir or pabench_home() / "datasets"
+
+
+def start_run(config: EvaluationConfig, device: str, progress: Progress | None) -> Run:
+    """A run's settings from a resolved config: clip shape from the protocol, else the preset."""
+    spec = config.spec
+    root = ensure_data(config.benchmark, config.preset, config.data_dir, progress)
+    native = get_preset(config.preset)
+    return Run(
+        protocol=spec, benchmark=config.benchmark, preset=config.preset, data_dir=root,
+        work_dir=pabench_home() / "runs", device=device,
+        seeds=(config.seed,) if config.seed is not None else spec.seeds,
+        frames=spec.clip.frames or native.frames, size=spec.clip.size or native.size,
+        progress=progress,
+    )
+
+
+def load(run: Run, ref: DataRef) -> ClipSet:
+    """A split as built, loaded once per run; label views are taken later (`view`) so that
+    views of one split share its videos and its anonymized copy."""
+    dataset, key = ref.dataset, (ref.dataset, ref.split)
+    if key not in run.sets:
+        root = run.data_dir / dataset
+        if not (root / META_FILE).is_file():
+            raise PabenchError(
+                f"{root}: dataset '{dataset}' is not built; run `pabench datasets build "
+                f"{dataset} --source DIR --out {run.data_dir}`"
+            )
+        real = run.benchmark == "real"
+        run.sets[key] = load_clipset(
+            root, ref.split, frames=run.frames * REAL_FRAMES_PER_CLIP if real else None,
+            size=run.size if real else None, cache_dir=run.work_dir / "decoded",
+        )
+    return run.sets[key]
+
+
+def view(clips: ClipSet, ref: DataRef) -> ClipSet:
+    return clips if ref.labels is None else clips.view(ref.labels)

@@ -1,0 +1,104 @@
+"""Train one fresh model (target or attacker) and predict the test set, both cached."""
+
+from __future__ import annotations
+
+import pickle
+import time
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+import numpy as np
+import torch
+
+from pabench.data.clipset import ClipSet
+from pabench.errors import PabenchError
+from pabench.evaluation.data import Run
+from pabench.models import build_model
+from pabench.runtime import atomic_write, digest, is_rank0
+from pabench.training import FitSpec, fit, predict
+
+# what an unreadable, truncated or foreign cache file raises: it is then recomputed
+_BAD_CACHE = (OSError, EOFError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile,
+              pickle.UnpicklingError)
+
+
+def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
+                test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, int]:
+    """Test predictions of one model trained on `train`'s action or attribute labels (multi-
+    label when they are multi-hot), and the epochs it trained. Weights are cached by everything
+    that determines them (protocols sharing a training set share the model) and predictions by
+    weights + test set, so a re-run or a killed run never retrains a finished model."""
+    p = run.protocol
+    y = train.action if target == "action" else train.attributes
+    if y is None:
+        raise PabenchError(f"{train.name}/{train.split}: has no {target} labels for {stage}")
+    task = "multilabel" if y.ndim == 2 else "multiclass"
+    n_out = len(train.action_classes if target == "action" else train.attribute_names)
+    spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
+                   clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
+                   augment=p.augment, seed=seed, device=run.device)
+    fit_key = digest("fit-v1", model, task, train.fingerprint, seed, p.schedule.model_dump(),
+                     p.augment, run.frames, run.size)[:32]
+    pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
+    pred_path = run.work_dir / "predictions" / f"{pred_key}.npz"
+    weights_path = run.work_dir / "models" / f"{fit_key}.pt"
+    try:
+        with np.load(pred_path, allow_pickle=False) as cached:
+            return cached["pred"], int(cached["epochs"])
+    except FileNotFoundError:
+        pass
+    except _BAD_CACHE:
+        pred_path.unlink(missing_ok=True)
+    try:
+        state = torch.load(weights_path, map_location=run.device, weights_only=True)
+        net = build_model(model, n_out, run.size).to(run.device)
+        net.load_state_dict(state["weights"])
+        epochs = int(state["epochs"])
+    except FileNotFoundError:
+        net, epochs = _train(run, spec, train, y, stage, weights_path)
+    except _BAD_CACHE:
+        weights_path.unlink(missing_ok=True)
+        net, epochs = _train(run, spec, train, y, stage, weights_path)
+    start = time.perf_counter()
+    pred = predict(net, spec, test.videos, clips=p.clip.test_clips)
+    run.tick("compute_predict", start)
+    _save(pred_path, lambda f: np.savez(f, pred=pred, epochs=epochs))
+    return pred, epochs
+
+
+def _train(run: Run, spec: FitSpec, train: ClipSet, y: np.ndarray, stage: str,
+           weights_path: Path) -> tuple[torch.nn.Module, int]:
+    start = time.perf_counter()
+    net, epochs = fit(spec, train.videos, y, progress=run.progress, stage=stage)
+    run.tick("compute_train", start)
+    payload = {"weights": net.state_dict(), "epochs": epochs}
+    _save(weights_path, lambda f: torch.save(payload, f))
+    return net, epochs
+
+
+def _save(path: Path, save: Callable[[BinaryIO], None]) -> None:
+    """Rank 0 writes; through an open file, since np.savez renames paths lacking `.npz`."""
+    if is_rank0():
+        atomic_write(path, lambda tmp: _write_to(tmp, save))
+
+
+def _write_to(tmp: Path, save: Callable[[BinaryIO], None]) -> None:
+    with open(tmp, "wb") as f:
+        save(f)
+
+
+def align_attributes(train: ClipSet, test: ClipSet) -> Callable[[np.ndarray], np.ndarray]:
+    """Map attacker outputs (train label space) to the test attributes: same names, or, as in
+    VITA for VISPR -> PA-HMDB51, the max over the train attributes that imply a test one."""
+    cols: list[list[int]] = []
+    for attr in test.attribute_names:
+        sources = [attr] if attr in train.attribute_names else test.attribute_map.get(attr, [])
+        if not sources or any(s not in train.attribute_names for s in sources):
+            raise PabenchError(
+                f"{test.name}: attribute '{attr}' is not labelled in {train.name} "
+                f"(trainable: {', '.join(train.attribute_names)})"
+            )
+        cols.append([train.attribute_names.index(s) for s in sources])
+    return lambda probs: np.stack([probs[:, c].max(axis=1) for c in cols], axis=1)

@@ -1,0 +1,51 @@
+"""Storing an evaluation: the sample strip and the record, apart from computing them."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from pabench.data.clipset import ClipSet
+from pabench.records import Record, write_record
+from pabench.runtime import atomic_write_bytes
+
+
+@dataclass
+class Evaluation:
+    """A computed record and its sample strip (raw frames over anonymized frames)."""
+
+    record: Record
+    sample: np.ndarray  # uint8 [H, W, 3]
+
+
+def sample_strip(raw: ClipSet, anon: ClipSet, n: int = 3) -> np.ndarray:
+    """Four frames of `n` test videos, raw above anonymized, scaled up to about 128 px."""
+    t = np.linspace(0, raw.videos.shape[1] - 1, 4).round().astype(int)
+    rows = [np.concatenate([np.concatenate(list(v.videos[i, t]), 1) for i in range(n)], 1)
+            for v in (raw, anon)]
+    scale = max(1, 128 // raw.videos.shape[2])
+    return np.concatenate(rows, 0).repeat(scale, axis=0).repeat(scale, axis=1)
+
+
+def record_path(record: Record, output_dir: Path) -> Path:
+    """Named by the entry id (benchmark, preset, protocol and version, name): unambiguous."""
+    return Path(output_dir) / f"{record.entry_id}.json"
+
+
+def store(evaluation: Evaluation, output_dir: Path, *, replace: bool = False) -> tuple[Path, bool]:
+    """Write the sample PNG and the record; an existing record of another submission is only
+    replaced with `replace` (see `write_record`). Returns the path and whether it replaced one."""
+    record = evaluation.record.model_copy(deep=True)
+    path = record_path(record, output_dir)
+    sample = Path("samples") / f"{path.stem}.png"
+    png = io.BytesIO()
+    Image.fromarray(evaluation.sample).save(png, format="PNG")
+    record.samples = [sample.as_posix()]
+    replaced = write_record(record, path, replace=replace)
+    atomic_write_bytes(Path(output_dir) / sample, png.getvalue())
+    evaluation.record.samples = record.samples
+    return path, replaced

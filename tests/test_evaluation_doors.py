@@ -1,0 +1,154 @@
+"""The evaluation's doors: concurrent runs, corrupt caches, names, output folders, the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pabench.errors import PabenchError
+from pabench.records import read_record
+from pabench.runtime import atomic_write_bytes, pabench_home
+
+ROOT = Path(__file__).resolve().parents[1]
+QUICK = """
+from pabench.protocols import PROTOCOLS, Schedule
+QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
+    "id": "test-quick", "attackers": ("tiny2d",),
+    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
+})
+"""
+
+
+def _pabench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pabench.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+
+
+def _one_line_error(out: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert out.returncode == 2, out.stderr
+    lines = [ln for ln in out.stderr.strip().splitlines() if not ln.startswith("preset:")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    assert "Traceback" not in out.stderr
+    for needle in needles:
+        assert needle in lines[0], out.stderr
+
+
+def test_concurrent_writers_never_mix_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "cache" / "weights.pt"
+    blobs = [bytes([65 + i]) * 1_000_000 for i in range(4)]
+    threads = [threading.Thread(target=atomic_write_bytes, args=(path, b)) for b in blobs * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert path.read_bytes() in blobs
+    assert [p.name for p in path.parent.iterdir()] == ["weights.pt"]  # no temp file left
+
+
+def test_two_runs_of_one_evaluation_at_once_both_finish_with_one_record(synth_tiny: Path,
+                                                                        tmp_path: Path) -> None:
+    script = tmp_path / "run.py"
+    script.write_text(QUICK + textwrap.dedent(f"""
+        from pabench.evaluation import evaluate
+        evaluate("baseline:identity", QUICK, preset="tiny", data_dir={str(synth_tiny)!r},
+                 output_dir={str(tmp_path / "results")!r})
+    """))
+    env = {**os.environ, "PABENCH_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, str(script)], env=env, stderr=subprocess.PIPE,
+                              text=True) for _ in range(2)]
+    errors = [p.communicate()[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errors
+    records = list((tmp_path / "results").glob("*.json"))
+    assert [r.name for r in records] == ["pa-synth__tiny__test-quick__v1__identity.json"]
+    rec = read_record(records[0])
+    assert (tmp_path / "results" / rec.samples[0]).is_file()
+    leftovers = [p for p in (tmp_path / "home").rglob(".tmp-*")] + list(
+        (tmp_path / "results").rglob(".tmp-*"))
+    assert leftovers == []
+
+
+def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path) -> None:
+    from pabench.evaluation import evaluate
+    from pabench.protocols import PROTOCOLS, Schedule
+
+    quick = PROTOCOLS.get("cross-dataset").model_copy(update={
+        "id": "test-corrupt", "attackers": ("tiny2d",),
+        "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1)})
+    first = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
+    runs = pabench_home() / "runs"
+    corrupted = 0
+    for sub, junk in (("predictions", b"PK\x03\x04 not a zip"), ("models", b"\x80junk")):
+        for f in (runs / sub).glob("*"):
+            f.write_bytes(junk)
+            corrupted += 1
+    for f in (runs / "anonymized").glob("*.npy"):
+        f.write_bytes(f.read_bytes()[:100])  # truncated
+        corrupted += 1
+    assert corrupted >= 5
+    again = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
+    assert again.metrics == first.metrics and again.attackers == first.attackers
+    for f in (runs / "predictions").glob("*.npz"):
+        with np.load(f) as z:
+            assert "pred" in z
+
+
+def test_user_runs_never_touch_official_records(tmp_path: Path, monkeypatch) -> None:
+    """The default output is the user's results folder; a record of another submission under
+    the same name is refused without --replace, and the official folder is left alone."""
+    from pabench.cli import app
+    from pabench.evaluation import store
+    from pabench.evaluation.store import Evaluation
+
+    official = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))[0]
+    record = read_record(official)
+    repo = tmp_path / "repo"
+    (repo / "leaderboard" / "results").mkdir(parents=True)
+    copy = repo / "leaderboard" / "results" / official.name
+    copy.write_bytes(official.read_bytes())
+    before = copy.read_bytes()
+
+    evaluation = Evaluation(record, np.zeros((8, 8, 3), np.uint8))
+    monkeypatch.setattr("pabench.evaluation.compute", lambda config, progress=None: evaluation)
+    monkeypatch.chdir(repo)
+    runner = CliRunner()
+    result = runner.invoke(app, ["evaluate", f"baseline:{record.submission.name}",
+                                 "--protocol", "known"])
+    assert result.exit_code == 0, result.output
+    assert copy.read_bytes() == before
+    mine = pabench_home() / "results" / f"{record.entry_id}.json"
+    assert read_record(mine).metrics == record.metrics
+
+    other = Evaluation(record.model_copy(update={"submission": record.submission.model_copy(
+        update={"sha256": "0" * 64})}), evaluation.sample)
+    with pytest.raises(PabenchError, match="--replace"):
+        store(other, pabench_home() / "results")
+    assert read_record(mine).submission.sha256 == record.submission.sha256
+    path, replaced = store(other, pabench_home() / "results", replace=True)
+    assert replaced and read_record(path).submission.sha256 == "0" * 64
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["evaluate", "baseline:[/x]"], ["baseline", "[/x]"]),
+    (["evaluate", "baseline:[bold red]boom[/bold red]"], ["[bold red]boom[/bold red]"]),
+    (["evaluate", "baseline:identity", "--protocol", "all", "--benchmark", "nonsense"],
+     ["unknown benchmark 'nonsense'"]),
+    (["evaluate", "baseline:identity", "--device", "cuda"], ["--device cuda"]),
+    (["evaluate", "baseline:identity", "--device", "tpu:0"], ["tpu:0"]),
+    (["evaluate", "baseline:identity", "--preset", "huge"], ["unknown preset 'huge'"]),
+    (["evaluate", "baseline:identity", "--protocol", "nvel"], ["Did you mean 'novel'"]),
+])
+def test_bad_evaluate_arguments_are_one_line_errors(args: list[str], needles: list[str]) -> None:
+    _one_line_error(_pabench(*args), *needles)
+
+
+def test_escape_sequences_in_user_text_do_not_reach_the_terminal(tmp_path: Path) -> None:
+    out = _pabench("evaluate", str(tmp_path / "x\x1b[31mred.pt2"))
+    assert out.returncode == 2 and "\x1b" not in out.stderr and "\\x1b" in out.stderr
