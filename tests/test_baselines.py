@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import subprocess
+import sys
 from pathlib import Path
 
 import cv2
@@ -9,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from pabench.anonymizers import BuildContext
+from pabench.anonymizers import BuildContext, segmenter
 from pabench.anonymizers.baselines import (
     Downsample,
     Obfuscation,
@@ -19,7 +22,7 @@ from pabench.anonymizers.baselines import (
     export_baseline,
     scaled_blur,
 )
-from pabench.anonymizers.segmenter import load_or_train, segmenter_iou
+from pabench.anonymizers.segmenter import TinyUNet, cache_path, load_or_train, segmenter_iou
 from pabench.data.synth import clip_rng, render_clip
 from pabench.errors import PabenchError
 from pabench.submission import load_submission
@@ -149,14 +152,15 @@ def test_segmenter_baseline_blackens_people(segmenter_dir, clips) -> None:
 
 
 @pytest.mark.parametrize("name,fmt", [
-    ("box-blur-face-strong", "torchscript"), ("seg-black-body", "torchscript"),
+    ("box-blur-face-strong", "torchscript"), ("seg-black-body", "torch.export"),
     ("downsample-4x", "torch.export"),
 ])
 def test_export_round_trip(segmenter_dir, clips, tmp_path, name, fmt) -> None:
     video, _ = clips
     ctx = BuildContext(benchmark="pa-synth", preset="tiny", cache_dir=segmenter_dir)
-    path = export_baseline(name, tmp_path / f"{name}.pt2", ctx=ctx, fmt=fmt)
+    path = export_baseline(name, tmp_path / f"exported-{name}.pt2", ctx=ctx, fmt=fmt)
     loaded = load_submission(path)
+    assert loaded.format == fmt
     with torch.no_grad():
         assert torch.allclose(loaded.module(video), build_baseline(name, ctx)(video), atol=1e-5)
 
@@ -205,3 +209,51 @@ def test_torchvision_detector_loads_local_weights(tmp_path) -> None:
         with pytest.raises(PabenchError) as e:
             TorchvisionDetector(path)
         assert "\n" not in str(e.value)
+
+
+def test_registry_is_complete_whatever_was_imported() -> None:
+    """A fresh interpreter that imports only the package sees every baseline on first lookup."""
+    code = ("import sys; from pabench.anonymizers import ANONYMIZERS; "
+            "assert 'pabench.anonymizers.learned_baselines' not in sys.modules; "
+            "print(','.join(ANONYMIZERS.names()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    names = out.stdout.strip().split(",")
+    assert {"identity", "downsample-4x", "seg-blur-body-weak", "spact", "vita"} <= set(names)
+    assert len(names) == 19 == len(expand_names("all"))
+    assert names[0] == "identity" and expand_names("all")[-2:] == ["spact", "vita"]
+
+
+@pytest.mark.parametrize("corrupt", ["text", "other-architecture"])
+def test_corrupt_segmenter_cache_is_trained_over(tmp_path, monkeypatch, caplog, corrupt) -> None:
+    path = cache_path("tiny", tmp_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if corrupt == "text":
+        path.write_text("not a checkpoint")
+    else:
+        torch.save(TinyUNet(width=4).state_dict(), path)
+    torch.manual_seed(3)
+    fresh = TinyUNet().eval()
+    monkeypatch.setattr(segmenter, "train_segmenter", lambda preset: fresh)
+    with caplog.at_level(logging.INFO, logger="pabench"):
+        assert load_or_train("tiny", tmp_path) is fresh
+    assert "unreadable cache" in caplog.text
+    assert "training the pa-synth tiny segmenter" in caplog.text
+    monkeypatch.setattr(segmenter, "train_segmenter", lambda preset: pytest.fail("retrained"))
+    cached = load_or_train("tiny", tmp_path)  # the file was replaced by the fresh weights
+    for key, value in fresh.state_dict().items():
+        assert torch.equal(cached.state_dict()[key], value)
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temp file left behind
+
+
+def test_export_format_is_checked_before_building(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(segmenter, "train_segmenter", lambda preset: pytest.fail("built"))
+    with pytest.raises(PabenchError, match="unknown export format 'onnx'"):
+        export_baseline("seg-black-body", tmp_path / "x.pt2", fmt="onnx",
+                        ctx=BuildContext(preset="tiny", cache_dir=tmp_path / "empty"))
+
+
+def test_build_context_resolves_auto_and_refuses_unknown_presets() -> None:
+    assert BuildContext().preset == "tiny" and BuildContext(preset="standard").preset == "standard"
+    with pytest.raises(PabenchError, match="unknown preset 'huge'"):
+        BuildContext(preset="huge")

@@ -12,13 +12,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from pabench.anonymizers import get_anonymizer
-from pabench.anonymizers.learned import (
-    TRAIN_DATASET,
-    AnonymizerUNet,
-    load_or_train,
-    training_data,
-)
+from pabench.anonymizers import get_anonymizer, learned_baselines
+from pabench.anonymizers.learned import TRAIN_DATASET, AnonymizerUNet
+from pabench.anonymizers.learned_baselines import cache_path, load_or_train, training_data
 from pabench.anonymizers.segmenter import TRAIN_DATASET as SEGMENTER_TRAIN
 from pabench.cli import app
 from pabench.data.synth import (
@@ -35,6 +31,7 @@ from pabench.training.anonymizer import (
     METHODS,
     Batches,
     SPActRecipe,
+    TrainResult,
     default_recipe,
     load_recipe,
     pretrain_identity,
@@ -69,13 +66,32 @@ def test_micro_recipe_trains_exports_both_formats_and_validates(tmp_path, method
         assert "minimax:" in res.output and "identity:" in res.output
         sub = load_submission(out)
         assert sub.format == fmt
-        assert sub.meta.name.startswith(f"{method}-")  # a non-default recipe is named apart
+        digest = learned_baselines.recipe_digest(load_recipe(recipe, method))
+        assert sub.name == sub.meta.name == f"{method}-{digest}"  # never the baseline's name
         assert sub.meta.training_data == training_data(method)
         report = validate(sub, frames=8, size=32)
         assert report.checks[-1] == "memory_budget"
         trained = load_or_train(method, "tiny", recipe=load_recipe(recipe, method)).net
         with torch.no_grad():
             torch.testing.assert_close(sub.module(x), trained(x), rtol=1e-4, atol=1e-5)
+
+
+def test_corrupt_cache_is_trained_over(tmp_path, monkeypatch):
+    recipe = SPActRecipe(width=4)
+    path = cache_path("spact", "tiny", recipe, tmp_path)
+    path.write_bytes(b"PK\x03\x04 cut short")
+    torch.manual_seed(0)
+    fresh = TrainResult(AnonymizerUNet(4).eval(), {"identity": {"steps": 1.0}})
+    monkeypatch.setattr(learned_baselines, "train_anonymizer", lambda *a, **k: fresh)
+    first = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
+    assert first is fresh and not first.cached
+    monkeypatch.setattr(learned_baselines, "train_anonymizer",
+                        lambda *a, **k: pytest.fail("retrained"))
+    again = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
+    assert again.cached and again.losses == fresh.losses
+    x = torch.rand(1, 3, 2, 16, 16)
+    with torch.no_grad():
+        assert torch.equal(again.net(x), fresh.net(x))
 
 
 def test_identity_pretraining_reproduces_the_input():

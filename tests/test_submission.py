@@ -16,6 +16,7 @@ import torch
 from pabench.anonymizers import Identity
 from pabench.errors import PabenchError
 from pabench.submission import (
+    DEFAULT_BUDGETS,
     Budgets,
     export_submission,
     from_module,
@@ -237,3 +238,53 @@ def test_code_in_shape_expression_refused(conv_files: dict[str, Path], tmp_path:
     with pytest.raises(PabenchError, match="refused shape expression"):
         load_submission(evil)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("name", [
+    "identity", "Downsample-4X", "spact", "a b", "i\u200bdentity", "../x", "x" * 65, "[/]", "",
+])
+def test_hostile_sidecar_names_refused_in_one_line(conv_files: dict[str, Path], tmp_path: Path,
+                                                   name: str) -> None:
+    """Names key records and leaderboard rows: no look-alikes, paths, markup or baseline names."""
+    path = Path(shutil.copy(conv_files["torch.export"], tmp_path / "mine.pt2"))
+    sidecar = path.with_suffix(".json")
+    sidecar.write_text(json.dumps({"name": name}))
+    with pytest.raises(PabenchError) as err:
+        load_submission(path)
+    msg = str(err.value)
+    assert str(sidecar) in msg and "\n" not in msg and "name" in msg
+    if name.lower() in ("identity", "downsample-4x", "spact"):
+        assert "reserved" in msg and '"name"' in msg
+
+
+def test_file_stem_may_not_be_a_baseline_name(conv_files: dict[str, Path],
+                                              tmp_path: Path) -> None:
+    path = Path(shutil.copy(conv_files["torchscript"], tmp_path / "box-black-face.pt2"))
+    with pytest.raises(PabenchError, match="reserved for the in-repo baseline") as err:
+        load_submission(path)
+    assert str(path) in str(err.value)
+    path.with_suffix(".json").write_text(json.dumps({"name": "my-box-black-face_v1.2"}))
+    assert load_submission(path).name == "my-box-black-face_v1.2"
+
+
+def test_validation_report_carries_the_measurements() -> None:
+    report = validate(from_module("conv", SmallConv()), frames=4, size=16)
+    assert report.checks == ["shape", "dtype", "finite", "range", "deterministic",
+                             "batch_independent", "time_budget", "memory_budget"]
+    assert 0 < report.seconds_per_clip < DEFAULT_BUDGETS.max_seconds_per_clip
+    # one clip [1, 3, 4, 16, 16] float32 is 12 KiB; the conv's output and sigmoid make two
+    assert report.peak_memory_mb is not None and 0.02 <= report.peak_memory_mb < 1
+    assert report.params == 246 and report.flops is not None and report.flops > 0
+
+
+def test_export_is_atomic_and_independent_of_the_path(tmp_path: Path) -> None:
+    a = export_submission(SmallConv().eval(), tmp_path / "a.pt2", frames=4, size=16)
+    torch.manual_seed(0)
+    module = SmallConv()
+    first = export_submission(module, tmp_path / "one.pt2", frames=4, size=16)
+    second = export_submission(module, tmp_path / "sub" / "two.pt2", frames=4, size=16)
+    assert first.read_bytes() == second.read_bytes() != a.read_bytes()
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a.pt2", "one.pt2", "sub", "two.pt2"]
+    with pytest.raises(PabenchError, match="unknown export format 'onnx'"):
+        export_submission(module, tmp_path / "x.pt2", frames=4, size=16, fmt="onnx")  # type: ignore[arg-type]
+    assert not (tmp_path / "x.pt2").exists()

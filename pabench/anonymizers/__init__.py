@@ -3,6 +3,9 @@
 An anonymizer is a `torch.nn.Module` mapping float32 [B, 3, T, H, W] RGB in [0, 1] to the same
 shape and range. Baselines that need trained parts (e.g. a person segmenter for pa-synth) get
 them through `BuildContext`, so the exported module stays one self-contained file.
+
+`ANONYMIZERS` imports the modules that register baselines on its first lookup, so every caller
+sees all of them whatever it imported before.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, get_args
 
 import torch
 
@@ -19,16 +22,27 @@ from pabench.registry import Registry
 if TYPE_CHECKING:
     from pabench.submission import TrainingData
 
+Family = Literal["reference", "downsample", "obfuscation", "learned"]
+FAMILIES: tuple[Family, ...] = get_args(Family)  # listing order of `baseline:all`
+
 
 @dataclass(frozen=True)
 class BuildContext:
-    """What a baseline may need to build itself for a given benchmark."""
+    """What a baseline may need to build itself for a given benchmark. `preset` 'auto' is
+    resolved here, once, by the shared rule (standard on a GPU, tiny on CPU)."""
 
     benchmark: str = "pa-synth"
-    preset: str = "standard"
+    preset: str = "auto"
     device: str = "cpu"
     cache_dir: Path | None = None
     detector_weights: Path | None = None  # real video: a local torchvision detector file
+
+    def __post_init__(self) -> None:
+        # imported here: pa-synth pulls in datasets and pandas, and the submission door imports
+        # this package for the baseline names
+        from pabench.data.synth import resolve_preset
+
+        object.__setattr__(self, "preset", resolve_preset(self.preset, self.device))
 
 
 @dataclass(frozen=True)
@@ -36,15 +50,17 @@ class AnonymizerSpec:
     name: str
     description: str
     build: Callable[[BuildContext], torch.nn.Module]
-    family: str  # "reference" | "downsample" | "obfuscation" | "learned"
-    exportable: bool = True  # tensor-only: can be written as a submission file
+    family: Family
     params: dict = field(default_factory=dict)
     # Learned baselines declare what they were trained on, so the novel protocol can check
     # eligibility as it does for a submission's sidecar; None for training-free baselines.
     training_data: TrainingData | None = None
 
 
-ANONYMIZERS: Registry[AnonymizerSpec] = Registry("anonymizer")
+ANONYMIZERS: Registry[AnonymizerSpec] = Registry(
+    "anonymizer",
+    modules=("pabench.anonymizers.baselines", "pabench.anonymizers.learned_baselines"),
+)
 
 
 class Identity(torch.nn.Module):
@@ -60,8 +76,5 @@ ANONYMIZERS.add("identity", AnonymizerSpec(
 
 
 def get_anonymizer(name: str) -> AnonymizerSpec:
-    """Look up a baseline, importing the optional baseline modules first."""
-    import pabench.anonymizers.baselines  # noqa: F401  (registers downsampling/obfuscation)
-    import pabench.anonymizers.learned  # noqa: F401  (registers spact, vita)
-
+    """Look up a baseline by name (unknown names get a closest-match hint)."""
     return ANONYMIZERS.get(name)

@@ -23,14 +23,17 @@ import torch.nn.functional as F
 import torchvision.transforms.functional as TF
 from torch import nn
 
-from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext
+from pabench.anonymizers import ANONYMIZERS, FAMILIES, AnonymizerSpec, BuildContext
+from pabench.anonymizers.segmenter import SegmenterMasker
+from pabench.anonymizers.segmenter import load_or_train as load_segmenter
+from pabench.data.synth import get_preset
 from pabench.errors import PabenchError, unknown_name
+from pabench.runtime import check_device
+from pabench.submission import check_format, export_submission
 
 REFERENCE_SIZE = 112  # frame size the papers' blur kernels were chosen for
 BLURS = {"strong": (21, 10.0), "weak": (13, 10.0)}  # SPAct supplement, section C.6
 DOWNSAMPLE_FACTORS = (2, 4, 8, 16)
-EXPORT_FORMATS = ("torch.export", "torchscript")
-BASELINE_FAMILIES = ("reference", "downsample", "obfuscation", "learned")
 BOX_ROUNDS = 12  # fixed rounds for exportable modules; pa-synth masks measured to need <= 7
 _TARGET_CHANNEL = {"body": 0, "face": 1}  # channel order of every masker's output
 
@@ -174,21 +177,13 @@ class Obfuscation(nn.Module):
 
 
 def _frame_size(ctx: BuildContext) -> int | None:
-    from pabench.data.synth import PRESETS
-
-    if ctx.benchmark != "pa-synth":
-        return None
-    if ctx.preset not in PRESETS:
-        raise unknown_name("preset", ctx.preset, PRESETS)
-    return PRESETS[ctx.preset].size
+    return get_preset(ctx.preset).size if ctx.benchmark == "pa-synth" else None
 
 
 def build_masker(ctx: BuildContext) -> nn.Module:
     """pa-synth: the cached in-repo segmenter; real video: torchvision if weights, else OpenCV."""
     if ctx.benchmark == "pa-synth":
-        from pabench.anonymizers.segmenter import SegmenterMasker, load_or_train
-
-        return SegmenterMasker(load_or_train(ctx.preset, ctx.cache_dir))
+        return SegmenterMasker(load_segmenter(ctx.preset, ctx.cache_dir))
     from pabench.anonymizers.detectors import DetectorMasker, OpenCVDetector, TorchvisionDetector
 
     if ctx.detector_weights is not None:
@@ -239,12 +234,9 @@ _register()
 
 
 def baseline_names() -> list[str]:
-    """Every registered reference baseline, identity first (the learned ones train on first
-    use and are cached)."""
-    import pabench.anonymizers.learned  # noqa: F401  (registers spact, vita)
-
-    names = [n for n, s in ANONYMIZERS.items() if s.family in BASELINE_FAMILIES]
-    return sorted(names, key=lambda n: n != "identity")
+    """Every registered baseline, by family (identity first; the learned ones train on first
+    use and are cached), whatever order their modules were imported in."""
+    return sorted(ANONYMIZERS.names(), key=lambda n: FAMILIES.index(ANONYMIZERS.get(n).family))
 
 
 def expand_names(spec: str) -> list[str]:
@@ -266,23 +258,19 @@ def build_baseline(name: str, ctx: BuildContext) -> nn.Module:
     return spec.build(ctx).eval()
 
 
-def export_baseline(name: str, out: Path, *, ctx: BuildContext, fmt: str = "torchscript") -> Path:
-    """Write a baseline as a submission file (segmenter included), for pa-synth presets."""
-    from pabench.data.synth import PRESETS
-    from pabench.submission import export_submission
-
+def export_baseline(name: str, out: Path, *, ctx: BuildContext,
+                    fmt: str = "torch.export") -> Path:
+    """Write a baseline as a submission file (segmenter included) at the clip shape of the
+    pa-synth preset `ctx.preset`. Built on `ctx.device` (a learned baseline may train first),
+    exported from the CPU."""
     spec = ANONYMIZERS.get(expand_names(name)[0])
-    if ctx.preset not in PRESETS:
-        raise unknown_name("preset", ctx.preset, PRESETS)
-    if not spec.exportable:
-        raise PabenchError(f"baseline '{name}' is not exportable")
+    preset = get_preset(ctx.preset)
+    fmt = check_format(fmt)
+    check_device(ctx.device)
     module = spec.build(ctx).eval()
     if not is_tensor_only(module):
         raise PabenchError(
             f"baseline '{name}' on {ctx.benchmark} uses a numpy/OpenCV detector frame by frame, "
             "so it is not a tensor-only module and cannot be exported; evaluate it in process "
             f"with `pabench evaluate baseline:{name}` instead")
-    if fmt not in EXPORT_FORMATS:
-        raise unknown_name("export format", fmt, EXPORT_FORMATS)
-    p = PRESETS[ctx.preset]
-    return export_submission(module, out, frames=p.frames, size=p.size, fmt=fmt)
+    return export_submission(module.cpu(), out, frames=preset.frames, size=preset.size, fmt=fmt)

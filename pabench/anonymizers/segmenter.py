@@ -8,7 +8,6 @@ and it is cached on disk keyed by preset and `VERSION`, so every run shares one 
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pabench.data.synth import KNOWN_ACTIONS, NOVEL_ACTIONS, PRESETS, clip_rng, render_clip
-from pabench.errors import unknown_name
+from pabench.anonymizers.cache import load_or_train as cached
+from pabench.anonymizers.cache import models_dir
+from pabench.data.synth import KNOWN_ACTIONS, NOVEL_ACTIONS, clip_rng, get_preset, render_clip
 
 VERSION = "v1"  # bump when the architecture, the data or the recipe changes
 TRAIN_DATASET = "segmenter-train"  # seed namespace disjoint from every benchmark dataset
@@ -85,9 +85,7 @@ class SegmenterMasker(nn.Module):
 
 def render_frames(preset: str, dataset: str, clips: int, seed: int = 0) -> tuple[np.ndarray, ...]:
     """Frames [N, H, W, 3] uint8 and masks [N, 2, H, W] uint8 from `clips` generated clips."""
-    if preset not in PRESETS:
-        raise unknown_name("preset", preset, PRESETS)
-    p = PRESETS[preset]
+    p = get_preset(preset)
     actions = KNOWN_ACTIONS + NOVEL_ACTIONS
     videos, masks = [], []
     for i in range(clips):
@@ -117,9 +115,14 @@ RECIPES = {
 }
 
 
+def _recipe(preset: str) -> TrainRecipe:
+    get_preset(preset)  # an unknown preset gets the one-line error, not a KeyError
+    return RECIPES[preset]
+
+
 def train_segmenter(preset: str, seed: int = 0, recipe: TrainRecipe | None = None) -> TinyUNet:
     """Train on freshly generated clips; BCE with the face channel up-weighted (it is small)."""
-    recipe = recipe or RECIPES[preset]
+    recipe = recipe or _recipe(preset)
     frames, masks = render_frames(preset, TRAIN_DATASET, recipe.clips, seed)
     x_all, y_all = _to_tensor(frames), torch.from_numpy(masks).float()
     gen = torch.Generator().manual_seed(seed)
@@ -155,34 +158,22 @@ def segmenter_iou(net: TinyUNet, preset: str, clips: int = 60, dilate: int = 0) 
 
 
 def cache_path(preset: str, cache_dir: Path | None = None) -> Path:
-    from pabench.runtime import pabench_home
-
-    root = cache_dir if cache_dir is not None else pabench_home() / "models"
-    return root / f"segmenter-{preset}-{VERSION}.pt"
+    return models_dir(cache_dir) / f"segmenter-{preset}-{VERSION}.pt"
 
 
 def load_or_train(preset: str, cache_dir: Path | None = None) -> TinyUNet:
-    """The cached segmenter for `preset`; trains and caches it on first use.
+    """The cached segmenter for `preset`; trains and caches it on first use (an unreadable or
+    mismatching cache file is trained over)."""
+    recipe = _recipe(preset)
 
-    An unreadable or mismatching cache file is retrained and overwritten: it is a pure cache of
-    a deterministic recipe, so nothing is lost.
-    """
-    if preset not in PRESETS:
-        raise unknown_name("preset", preset, PRESETS)
-    path = cache_path(preset, cache_dir)
-    net = TinyUNet(RECIPES[preset].width)
-    if path.is_file():
-        try:
-            net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-            return net.eval()
-        except (RuntimeError, OSError, EOFError, ValueError):
-            pass
-    net = train_segmenter(preset)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    torch.save(net.state_dict(), tmp)
-    os.replace(tmp, path)  # atomic, so concurrent runs never read half a file
-    return net
+    def restore(state: object) -> TinyUNet:
+        net = TinyUNet(recipe.width)
+        net.load_state_dict(state)  # type: ignore[arg-type]
+        return net.eval()
+
+    return cached(cache_path(preset, cache_dir), restore=restore,
+                  train=lambda: train_segmenter(preset), state=lambda net: net.state_dict(),
+                  what=f"the pa-synth {preset} segmenter")
 
 
 def train_and_measure(preset: str) -> tuple[float, dict[str, float]]:

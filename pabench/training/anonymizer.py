@@ -40,10 +40,10 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from torch import nn
 
 from pabench.anonymizers.learned import GROUPS, TRAIN_DATASET, AnonymizerUNet
-from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, PRESETS, clip_rng, render_clip
+from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, clip_rng, get_preset, render_clip
 from pabench.errors import PabenchError, unknown_name
 from pabench.models import MODELS, build_model
-from pabench.runtime import Progress, rank_world, wrap_ddp
+from pabench.runtime import Progress, is_distributed, rank_world, wrap_ddp
 
 Log = Callable[[str, dict[str, float]], None]
 METHODS = ("spact", "vita")
@@ -175,9 +175,7 @@ class ClipPool:
 
 def render_pool(preset: str, clips: int, seed: int = 0) -> ClipPool:
     """Clips from the anonymizer's own seed namespace, known actions in turn (balanced)."""
-    if preset not in PRESETS:
-        raise unknown_name("preset", preset, PRESETS)
-    p = PRESETS[preset]
+    p = get_preset(preset)
     videos, actions, attrs = [], [], []
     for i in range(clips):
         action = KNOWN_ACTIONS[i % len(KNOWN_ACTIONS)]
@@ -233,7 +231,7 @@ def _take_frames(video: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
 
 def _mean_across_ranks(value: torch.Tensor) -> float:
     value = value.detach().clone()
-    if dist.is_available() and dist.is_initialized():
+    if is_distributed():
         dist.all_reduce(value)
         value /= dist.get_world_size()
     return float(value)
@@ -241,7 +239,7 @@ def _mean_across_ranks(value: torch.Tensor) -> float:
 
 def _sync_buffers(*models: nn.Module) -> None:
     """BatchNorm statistics drift per rank: take rank 0's everywhere."""
-    if dist.is_available() and dist.is_initialized():
+    if is_distributed():
         for model in models:
             for buf in model.buffers():
                 dist.broadcast(buf, 0)
@@ -326,7 +324,7 @@ def train_anonymizer(recipe: SPActRecipe | VitaRecipe, preset: str, *, device: s
     _check_models("recipe", recipe)
     torch.manual_seed(recipe.seed)
     pool = render_pool(preset, recipe.clips, recipe.seed)
-    size = PRESETS[preset].size
+    size = get_preset(preset).size
     batches = Batches(pool, recipe.batch, recipe.seed, device)
     losses: dict[str, dict[str, float]] = {}
 

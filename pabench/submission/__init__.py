@@ -1,0 +1,59 @@
+"""Submissions: the single door through which untrusted anonymizer files enter pabench.
+
+Contract (quoted by the README):
+
+* A submission is a ``torch.export`` program (``.pt2``, written by ``torch.export.save``; the
+  maintained format) or, for older code, a TorchScript file (``torch.jit.save``; deprecated since
+  torch 2.14). The format is detected from the archive's member names, never from the extension.
+  A ``torch.save`` pickle (a zip with ``data.pkl`` but no TorchScript code, or a raw pickle) is
+  refused without being unpickled: pickles run arbitrary code.
+* ``forward`` takes float32 ``[B, 3, T, H, W]`` RGB in [0, 1] and returns the same shape in
+  [0, 1]. Export with dynamic batch, T, H and W (``export_submission`` does) so that every
+  protocol's clip spec fits; a program whose input spec cannot take the protocol's clips is refused.
+* Loading never executes Python code from the file. Before ``torch.export.load`` the archive is
+  checked for native code (AOTInductor/ExecuTorch payloads), pickled weights or objects and
+  symbolic-shape expressions that are more than sympy constructors (they are ``eval``-ed by the
+  deserializer); during it ``torch.load`` is forced to ``weights_only=True`` (sample inputs);
+  after it every graph node must call a torch operator, not an arbitrary Python callable.
+  TorchScript is loaded with ``torch.jit.load``, whose code is TorchScript, not Python.
+* An optional sidecar ``NAME.json`` next to ``NAME.pt2`` (or an explicit meta path) holds
+  ``SubmissionMeta``: name, authors, paper_url, licence and ``training_data`` (datasets, action
+  classes, attributes), used to check eligibility for the novel protocol.
+* The submission's name (the sidecar's ``name``, else the file stem) keys its records: it must
+  be 1-64 ASCII letters, digits, ``.``, ``_`` or ``-``, and may not be an in-repo baseline's.
+
+``validate`` then checks the behaviour on the protocol's clip shape; every failure is a
+``PabenchError`` with one line naming the check. It measures seconds per clip (best of two
+batch calls / batch), peak memory of a one-clip call (CUDA: allocator peak over the baseline;
+CPU: peak bytes of live tensors the call creates), parameters and FLOPs of one clip
+(``FlopCounterMode``; None when it cannot count).
+
+Modules, one job each: ``meta`` (sidecar schema), ``safety`` (archive and graph checks),
+``load`` (files), ``baseline`` (in-repo modules), ``export``, ``validate`` (+ ``measure``).
+"""
+
+from pabench.submission.baseline import from_module
+from pabench.submission.core import EXPORT_HINT, InputSpec, Submission
+from pabench.submission.export import EXPORT_FORMATS, ExportFormat, check_format, export_submission
+from pabench.submission.load import load_submission
+from pabench.submission.meta import SubmissionMeta, TrainingData, read_meta
+from pabench.submission.validate import DEFAULT_BUDGETS, Budgets, ValidationReport, validate
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "EXPORT_FORMATS",
+    "EXPORT_HINT",
+    "Budgets",
+    "ExportFormat",
+    "InputSpec",
+    "Submission",
+    "SubmissionMeta",
+    "TrainingData",
+    "ValidationReport",
+    "check_format",
+    "export_submission",
+    "from_module",
+    "load_submission",
+    "read_meta",
+    "validate",
+]

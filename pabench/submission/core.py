@@ -1,0 +1,57 @@
+"""What a loaded submission is, and the one-line failure every check of a file raises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from pabench.errors import PabenchError
+from pabench.submission.meta import SubmissionMeta
+
+EXPORT_HINT = (
+    "export with torch.export.export(model, (x,), dynamic_shapes=({0: Dim.AUTO, 2: Dim.AUTO, "
+    "3: Dim.AUTO, 4: Dim.AUTO},)) and torch.export.save, or pabench.submission.export_submission"
+)
+JIT_DEPRECATION = r"`torch\.jit\.\w+` is deprecated"
+"""torch>=2.14 warns on every torch.jit call; TorchScript is still accepted, so it is silenced."""
+
+
+def fail(path: Path, problem: str) -> PabenchError:
+    return PabenchError(f"submission {path}: {problem}")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Accepted (min, max) per input dim of an exported program; max None means unbounded."""
+
+    ranges: tuple[tuple[int, int | None], ...]
+
+    def accepts(self, shape: list[int]) -> bool:
+        """Static dims must match and dynamic ones fit under their max. Lower bounds are left
+        to the program's own guards: torch.export reports 2 for dims it assumed not to be 0/1,
+        yet a Dim.AUTO program runs batch 1."""
+        if len(shape) != len(self.ranges):
+            return False
+        return all(n == lo if lo == hi else hi is None or n <= hi
+                   for n, (lo, hi) in zip(shape, self.ranges, strict=True))
+
+    def __str__(self) -> str:
+        parts = [str(lo) if lo == hi else f"{lo}..{'inf' if hi is None else hi}"
+                 for lo, hi in self.ranges]
+        return f"[{', '.join(parts)}]"
+
+
+@dataclass
+class Submission:
+    """A loaded anonymizer; `module` maps float32 [B, 3, T, H, W] in [0, 1] to the same."""
+
+    name: str
+    path: Path | None
+    sha256: str
+    format: str  # "torch.export" | "torchscript" | "baseline"
+    module: Callable[[torch.Tensor], torch.Tensor]
+    meta: SubmissionMeta
+    input_spec: InputSpec | None = field(default=None)  # torch.export only

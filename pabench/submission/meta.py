@@ -1,0 +1,48 @@
+"""The sidecar `NAME.json`: who made a submission and what it was trained on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+
+from pabench.errors import PabenchError
+from pabench.runtime import validation_error
+
+
+class TrainingData(BaseModel):
+    """What the anonymizer was trained on: the novel protocol refuses overlapping submissions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    datasets: list[str] = []
+    action_classes: list[str] = []
+    attributes: list[str] = []
+
+
+class SubmissionMeta(BaseModel):
+    """The sidecar `NAME.json`; unknown keys are refused so typos do not pass silently."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str | None = None
+    authors: list[str] = []
+    paper_url: str | None = None
+    licence: str | None = Field(None, validation_alias=AliasChoices("licence", "license"))
+    training_data: TrainingData = TrainingData()
+
+
+def read_meta(path: Path) -> SubmissionMeta:
+    """Parse a sidecar; any problem becomes one line naming the file."""
+    source = f"submission meta {path}"
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise PabenchError(f"{source}: cannot read ({e.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise PabenchError(f"{source}: invalid JSON ({e})") from None
+    try:
+        return SubmissionMeta.model_validate(data)
+    except ValidationError as e:
+        raise validation_error(source, e) from None

@@ -1,0 +1,129 @@
+"""Behavioural checks on the protocol's clip shape, and the costs they measure on the way."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import torch
+
+from pabench.errors import PabenchError
+from pabench.submission.core import EXPORT_HINT, Submission
+from pabench.submission.measure import count_flops, peak_memory_mb
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits a submission must respect. They are the benchmark's, the same under every
+    protocol (protocols carry none); `evaluate` takes others for experiments and tests."""
+
+    max_seconds_per_clip: float = 2.0
+    max_memory_mb_per_clip: float = 2048
+    range_tolerance: float = 1e-3
+
+
+DEFAULT_BUDGETS = Budgets()
+
+
+@dataclass
+class ValidationReport:
+    """What `validate` measured, for the record: parameters, FLOPs of one clip (None when the
+    counter fails), seconds per clip (best of two batch calls / batch), peak memory of a
+    one-clip call in MiB, and the checks passed, in order."""
+
+    params: int
+    flops: int | None
+    seconds_per_clip: float
+    peak_memory_mb: float | None
+    checks: list[str]
+
+
+def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFAULT_BUDGETS,
+             batch: int = 2, device: str = "cpu") -> ValidationReport:
+    """Run the behavioural checks on a deterministic random clip batch of the protocol's shape;
+    the first failure is a PabenchError of one line naming the check."""
+    shape = [batch, 3, frames, size, size]
+    checks: list[str] = []
+
+    def fail(check: str, problem: str) -> PabenchError:
+        return PabenchError(f"validate: {problem} (check '{check}') for input {shape}")
+
+    def sync() -> None:
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    spec = sub.input_spec
+    if spec is not None:
+        for wanted in (shape, [1, *shape[1:]]):
+            if not spec.accepts(wanted):
+                raise fail("input_spec", f"exported program takes input {spec} but the protocol "
+                                         f"feeds {wanted}; {EXPORT_HINT}")
+
+    def call(inp: torch.Tensor) -> torch.Tensor:
+        try:
+            with torch.no_grad():
+                out = sub.module(inp)
+        except Exception as e:  # whatever the submission raises is its failure, in one line
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if spec is not None and "Guard failed" in msg:
+                raise fail("input_spec", f"exported program ({spec}) refused input "
+                                         f"{list(inp.shape)}: {msg}; {EXPORT_HINT}") from None
+            raise fail("runs", f"forward raised {type(e).__name__}: {msg}") from None
+        if not isinstance(out, torch.Tensor):
+            raise fail("shape", f"forward returned {type(out).__name__}, not a tensor")
+        return out
+
+    x = torch.rand(shape, generator=torch.Generator().manual_seed(0)).to(device)
+    timings = []
+    outputs = []
+    for _ in range(2):
+        sync()
+        start = time.perf_counter()
+        outputs.append(call(x))
+        sync()
+        timings.append(time.perf_counter() - start)
+    y = outputs[0]
+    if spec is not None:
+        checks.append("input_spec")
+    if list(y.shape) != shape:
+        raise fail("shape", f"output shape {list(y.shape)} differs from the input's")
+    checks.append("shape")
+    if y.dtype != torch.float32:
+        raise fail("dtype", f"output dtype {y.dtype}, expected torch.float32")
+    checks.append("dtype")
+    if not torch.isfinite(y).all():
+        kind = "NaN" if torch.isnan(y).any() else "inf"
+        raise fail("finite", f"output has {kind} values")
+    checks.append("finite")
+    tol = budgets.range_tolerance
+    lo, hi = float(y.min()), float(y.max())
+    if lo < -tol or hi > 1 + tol:
+        raise fail("range", f"output range [{lo:.4g}, {hi:.4g}] exceeds [0, 1] by more than {tol}")
+    checks.append("range")
+    if not torch.allclose(outputs[1], y, rtol=1e-5, atol=1e-6):
+        diff = float((outputs[1] - y).abs().max())
+        raise fail("deterministic", f"two calls on the same input differ by up to {diff:.3g}")
+    checks.append("deterministic")
+    memory: list[float] = []
+    for i in range(batch):
+        sample = x[i : i + 1]
+        with peak_memory_mb(device, memory) if i == 0 else contextlib.nullcontext():
+            alone = call(sample)
+        if not torch.allclose(alone[0], y[i], rtol=1e-4, atol=1e-5):
+            diff = float((alone[0] - y[i]).abs().max())
+            raise fail("batch_independent",
+                       f"sample {i} alone differs from its output in the batch by up to {diff:.3g}")
+    checks.append("batch_independent")
+    seconds = min(timings) / batch
+    if seconds > budgets.max_seconds_per_clip:
+        raise fail("time_budget", f"{seconds:.3g} s per clip exceeds the budget of "
+                                  f"{budgets.max_seconds_per_clip} s")
+    checks.append("time_budget")
+    if memory[0] > budgets.max_memory_mb_per_clip:
+        raise fail("memory_budget", f"peak memory {memory[0]:.0f} MiB per clip exceeds the "
+                                    f"budget of {budgets.max_memory_mb_per_clip} MiB")
+    checks.append("memory_budget")
+    params = sum(p.numel() for p in sub.module.parameters()) \
+        if isinstance(sub.module, torch.nn.Module) else 0
+    return ValidationReport(params, count_flops(sub.module, x[:1]), seconds, memory[0], checks)
