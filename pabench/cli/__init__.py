@@ -8,7 +8,7 @@ import typer
 from rich.text import Text
 
 from pabench.cli.baselines import app as baselines_app
-from pabench.cli.console import cell, err
+from pabench.cli.console import cell, err, show_library_log
 from pabench.cli.datasets import app as datasets_app
 from pabench.cli.evaluate import evaluate, protocols_app
 from pabench.cli.leaderboard import app as leaderboard_app
@@ -21,8 +21,10 @@ app.add_typer(leaderboard_app, name="leaderboard")
 app.add_typer(protocols_app, name="protocols")
 app.command()(evaluate)
 
+
 def main() -> None:
     """Console entry point: a PabenchError becomes one line on stderr and exit status 2."""
+    show_library_log()
     try:
         app()
     except PabenchError as e:

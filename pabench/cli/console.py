@@ -7,6 +7,7 @@ to the terminal. Styling is added with `Text` objects by the commands themselves
 
 from __future__ import annotations
 
+import logging
 import re
 
 from rich.console import Console
@@ -28,3 +29,17 @@ def clean(text: object) -> str:
 def cell(text: object, style: str = "") -> Text:
     """A table cell or message part that prints `text` literally."""
     return Text(clean(text), style=style)
+
+
+class _ErrHandler(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        err.print(cell(record.getMessage(), "yellow" if record.levelno >= logging.WARNING else ""))
+
+
+def show_library_log(level: int = logging.INFO) -> None:
+    """Let the library's notes (logger "pabench": a first-use training, a corrupt cache being
+    rebuilt) reach the user on stderr; the library itself never prints."""
+    logger = logging.getLogger("pabench")
+    if not any(isinstance(h, _ErrHandler) for h in logger.handlers):
+        logger.addHandler(_ErrHandler())
+    logger.setLevel(level)
