@@ -170,6 +170,21 @@ def check_name(name: str, source: object) -> str:
     return name
 
 
+# C0/C1 controls (ESC, BEL, CR, ...), and invisible or direction-changing format characters
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e"
+                          r"\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def printable(text: object, limit: int | None = None) -> str:
+    """`text` with every control or invisible character written as a visible escape, cut to
+    `limit` characters: a hostile name can neither split a message, drive the terminal, pass
+    for another name, nor flood the output."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + "..."
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode(), text)
+
+
 def check_writable(out: Path) -> None:
     """Fail early with one line rather than deep inside a build or after hours of training."""
     try:

@@ -1,10 +1,13 @@
-"""Real-dataset builders on the real annotation files, with tiny stand-in media named as in them."""
+"""Real-dataset builders on the real annotation files, with tiny stand-in media named as in them.
+
+Inputs are copied into each source folder: a build reads only files that lie inside --source."""
 
 from __future__ import annotations
 
 import json
 import os
 import pickle
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +19,7 @@ from PIL import Image
 
 from pabench.data.builders import hmdb51, hmdb51_minus_pa, p_hvu, pa_hmdb51, stprivacy, vispr
 from pabench.data.builders import ucf101 as ucf
+from pabench.data.builders.common import Source
 from pabench.data.clipset import load_clipset
 from pabench.data.hub import encode_mp4, read_meta
 from pabench.data.safe_pickle import load_pickle
@@ -34,19 +38,25 @@ def mp4() -> bytes:
     return encode_mp4(frames)
 
 
-def _link(target: Path, link: Path) -> None:
-    link.parent.mkdir(parents=True, exist_ok=True)
-    os.symlink(target, link)
+def _copy(original: Path, dest: Path) -> None:
+    """Copy a file or a tree, contents only (the shared originals are read-only)."""
+    if original.is_dir():
+        for path in original.rglob("*"):
+            if path.is_file():
+                _copy(path, dest / path.relative_to(original))
+    else:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(original, dest)
 
 
 @pytest.fixture(scope="session")
 def hmdb_source(shared_real: Path, mp4: bytes, tmp_path_factory) -> Path:
     """HMDB51 layout: every video STPrivacy labels (6,766, original `#` names) as a stand-in."""
     src = tmp_path_factory.mktemp("hmdb-source")
-    _link(shared_real / SPLITS, src / hmdb51.SPLIT_DIR)
-    _link(shared_real / PA / "PrivacyAttributes", src / pa_hmdb51.ANNOTATION_DIR)
+    _copy(shared_real / SPLITS, src / hmdb51.SPLIT_DIR)
+    _copy(shared_real / PA / "PrivacyAttributes", src / pa_hmdb51.ANNOTATION_DIR)
     label_file = "hmdb51_privacy_attribute_label.pickle"
-    _link(shared_real / STP / label_file, src / label_file)
+    _copy(shared_real / STP / label_file, src / label_file)
     for key in load_pickle(src / label_file):
         path = src / hmdb51.VIDEO_DIR / Path(key).with_suffix(".avi")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -112,7 +122,8 @@ def test_hmdb51_and_minus_pa(hmdb_source: Path, tmp_path: Path) -> None:
     assert minus.videos["train"] == 3569 - 286
     train = pd.read_parquet(tmp_path / "minus" / "data" / "train.parquet")
     kept = {(c, hmdb51.split_key(v)) for c, v in (i.split("/") for i in train["video_id"])}
-    pa_keys = set(pa_hmdb51.read_annotations(hmdb_source, minus.model_copy()))
+    source = Source(hmdb_source, hmdb_source.resolve(), "pa-hmdb51")
+    pa_keys = set(pa_hmdb51.read_annotations(source, minus.model_copy()))
     assert len(pa_keys) == 515 and not kept & pa_keys
 
 
@@ -134,7 +145,7 @@ def test_vp_hmdb51(hmdb_source: Path, tmp_path: Path) -> None:
     # the other documented order swaps the first two columns (no media: all skipped, labels read)
     empty = tmp_path / "empty"
     for name in (hmdb51.SPLIT_DIR, "hmdb51_privacy_attribute_label.pickle"):
-        _link(hmdb_source / name, empty / name)
+        _copy(hmdb_source / name, empty / name)
     (empty / hmdb51.VIDEO_DIR).mkdir()
     swapped = stprivacy.build_vp_hmdb51(empty, tmp_path / "vp2", column_order="face-first")
     assert len(swapped.skipped) == 6766 and read_meta(tmp_path / "vp2").source["column_order"][
@@ -148,7 +159,7 @@ def _ucf_source(shared_real: Path, mp4: bytes, root: Path, with_media: int) -> P
     """Official ucfTrainTestlist files for the 13,320 videos STPrivacy labels (split 1 puts
     groups 1-7 in test), class order from TeD-SPAD's action_classes.json; media for a few."""
     label_file = "ucf101_privacy_attribute_label.pickle"
-    _link(shared_real / STP / label_file, root / label_file)
+    _copy(shared_real / STP / label_file, root / label_file)
     names = sorted(load_pickle(root / label_file))
     text = (shared_real / TEDSPAD / "action_classes.json").read_text()
     classes = json.loads(text)["classes"]
@@ -190,7 +201,7 @@ def test_vispr1_from_tedspad_pickles(shared_real: Path, tmp_path: Path) -> None:
     data = jpg.read_bytes()
     positives = {}
     for split in ("train", "test"):
-        _link(shared_real / TEDSPAD / "vispr_labels" / f"{split}_labels.pkl",
+        _copy(shared_real / TEDSPAD / "vispr_labels" / f"{split}_labels.pkl",
               src / f"{split}_labels.pkl")
         labels = load_pickle(src / f"{split}_labels.pkl")
         positives[split] = np.stack([np.reshape(v, -1) for v in labels.values()]).sum(0)
@@ -263,8 +274,8 @@ def test_vispr_from_per_image_json(shared_real: Path, tmp_path: Path) -> None:
 
 def test_p_hvu_categories(shared_real: Path, mp4: bytes, tmp_path: Path) -> None:
     src = tmp_path / "src"
-    _link(shared_real / HVU / p_hvu.TAXONOMY, src / p_hvu.TAXONOMY)
-    _link(shared_real / HVU / "HVU_Val_V1.0.zip", src / "HVU_Val_V1.0.zip")
+    _copy(shared_real / HVU / p_hvu.TAXONOMY, src / p_hvu.TAXONOMY)
+    _copy(shared_real / HVU / "HVU_Val_V1.0.zip", src / "HVU_Val_V1.0.zip")
     sample = pd.read_csv(shared_real / HVU / "HVU_Val_V1.0.sample200.csv", dtype=str)
     (src / p_hvu.CLIP_DIR).mkdir()
     for k, row in sample.iterrows():  # both naming conventions the builder accepts
@@ -292,7 +303,7 @@ def test_p_hvu_categories(shared_real: Path, mp4: bytes, tmp_path: Path) -> None
 def test_missing_and_corrupt_media_are_reported(hmdb_source: Path, tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / hmdb51.VIDEO_DIR).mkdir(parents=True)
-    _link(hmdb_source / hmdb51.SPLIT_DIR, src / hmdb51.SPLIT_DIR)
+    _copy(hmdb_source / hmdb51.SPLIT_DIR, src / hmdb51.SPLIT_DIR)
     annotations = src / pa_hmdb51.ANNOTATION_DIR
     annotations.mkdir()
     record = json.loads((hmdb_source / pa_hmdb51.ANNOTATION_DIR / "kiss.json").read_text())
@@ -301,13 +312,9 @@ def test_missing_and_corrupt_media_are_reported(hmdb_source: Path, tmp_path: Pat
            "broken.avi": {"face": [[0, 5, 7]]}}
     (annotations / "kiss.json").write_text(json.dumps(bad))
     (annotations / "hug.json").write_text("[")
-    for name in names[1:]:
-        (src / hmdb51.VIDEO_DIR / "kiss").mkdir(exist_ok=True)
-        os.symlink(hmdb_source / hmdb51.VIDEO_DIR / "kiss" / name,
-                   src / hmdb51.VIDEO_DIR / "kiss" / name)
-    corrupt = src / hmdb51.VIDEO_DIR / "kiss" / names[2]
-    corrupt.unlink()
-    corrupt.write_bytes(b"\x00not a video" * 10)
+    _copy(hmdb_source / hmdb51.VIDEO_DIR / "kiss" / names[1],
+          src / hmdb51.VIDEO_DIR / "kiss" / names[1])
+    (src / hmdb51.VIDEO_DIR / "kiss" / names[2]).write_bytes(b"\x00not a video" * 10)
     report = pa_hmdb51.build(src, tmp_path / "out")
     assert report.videos == {"test": 1}
     skipped = {Path(s["path"]).name: s["reason"] for s in report.skipped}
@@ -319,10 +326,10 @@ def test_missing_and_corrupt_media_are_reported(hmdb_source: Path, tmp_path: Pat
 
 def test_embed_media_keeps_loader_working(hmdb_source: Path, tmp_path: Path) -> None:
     src = tmp_path / "src"
-    _link(hmdb_source / hmdb51.VIDEO_DIR, src / hmdb51.VIDEO_DIR)
-    (src / pa_hmdb51.ANNOTATION_DIR).mkdir()
+    (src / pa_hmdb51.ANNOTATION_DIR).mkdir(parents=True)
     for cls in ("kiss", "hug"):
-        _link(hmdb_source / pa_hmdb51.ANNOTATION_DIR / f"{cls}.json",
+        _copy(hmdb_source / hmdb51.VIDEO_DIR / cls, src / hmdb51.VIDEO_DIR / cls)
+        _copy(hmdb_source / pa_hmdb51.ANNOTATION_DIR / f"{cls}.json",
               src / pa_hmdb51.ANNOTATION_DIR / f"{cls}.json")
     report = pa_hmdb51.build(src, tmp_path / "out", embed_media=True)
     assert report.videos["test"] > 10

@@ -152,3 +152,40 @@ def test_bad_evaluate_arguments_are_one_line_errors(args: list[str], needles: li
 def test_escape_sequences_in_user_text_do_not_reach_the_terminal(tmp_path: Path) -> None:
     out = _pabench("evaluate", str(tmp_path / "x\x1b[31mred.pt2"))
     assert out.returncode == 2 and "\x1b" not in out.stderr and "\\x1b" in out.stderr
+
+
+def test_loader_refuses_media_paths_outside_the_dataset(synth_tiny: Path, tmp_path: Path) -> None:
+    """A dataset fetched from the Hub names its media in parquet: the loader reads only files
+    inside the dataset's own videos/<split>/ folder."""
+    import shutil
+
+    import pandas as pd
+
+    from pabench.data.clipset import load_clipset
+
+    secret = tmp_path / "secret.mp4"
+    shutil.copy(next((synth_tiny / "synth-pa" / "videos" / "test").iterdir()), secret)
+    for hostile in ("../../secret.mp4", str(secret), "videos/test/../../../secret.mp4",
+                    "videos/train/x.mp4"):
+        root = tmp_path / "ds"
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(synth_tiny / "synth-pa", root)
+        table = pd.read_parquet(root / "data" / "test.parquet")
+        table.loc[0, "video"] = hostile
+        table.to_parquet(root / "data" / "test.parquet")
+        with pytest.raises(PabenchError, match="test.parquet: video") as e:
+            load_clipset(root, "test", cache_dir=tmp_path / "cache")
+        assert "\n" not in str(e.value)
+
+
+def test_media_is_never_probed_into_a_playlist(tmp_path: Path) -> None:
+    """An 'avi' that is really an HLS playlist would make ffmpeg open the files it lists."""
+    from pabench.data.hub import decode_video
+
+    (tmp_path / "secret.txt").write_text("secret")
+    evil = tmp_path / "evil.avi"
+    evil.write_text(f"#EXTM3U\n#EXTINF:1,\n{tmp_path / 'secret.txt'}\n")
+    with pytest.raises(PabenchError, match="evil.avi: cannot decode"):
+        decode_video(evil)
+    with pytest.raises(PabenchError, match="unsupported media type '.m3u8'"):
+        decode_video(tmp_path / "list.m3u8")

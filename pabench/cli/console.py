@@ -8,22 +8,18 @@ to the terminal. Styling is added with `Text` objects by the commands themselves
 from __future__ import annotations
 
 import logging
-import re
 
 from rich.console import Console
 from rich.text import Text
 
+from pabench.runtime import printable
+
 out = Console(markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
-# C0/C1 controls (ESC, BEL, CR, ...), and invisible or direction-changing format characters
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064"
-                     r"\u2066-\u2069\ufeff]")
-
-
 def clean(text: object) -> str:
-    """`text` with every control or invisible character written as a visible escape."""
-    return _UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode(), str(text))
+    """`text` as it may reach the terminal (see `runtime.printable`)."""
+    return printable(text)
 
 
 def cell(text: object, style: str = "") -> Text:

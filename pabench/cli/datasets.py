@@ -1,54 +1,76 @@
-"""`pabench datasets list|info|build|push`."""
+"""`pabench datasets list|info|build|push`.
+
+Names, paths and messages printed here can come from the user or from downloaded files, so they
+go through the shared consoles (markup off) and `cell`/`clean`, never through Rich markup."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from pabench.cli.console import cell, clean, err, out
 from pabench.cli.progress import progress_bar
-from pabench.data.registry import BENCHMARKS, DATASETS, register_real_builders
+from pabench.data.registry import BENCHMARKS, DATASETS, DatasetSpec
 from pabench.errors import PabenchError, unknown_name
 
 app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
-console = Console()
 
 
 @app.command("list")
 def list_() -> None:
     """List every dataset pabench can build."""
-    register_real_builders()
     table = Table("name", "kind", "role", "licence")
     for name, spec in DATASETS.items():
-        table.add_row(name, "synthetic" if spec.synthetic else "real", spec.role, spec.license)
-    console.print(table)
+        table.add_row(cell(name), cell("synthetic" if spec.synthetic else "real"),
+                      cell(spec.role), cell(spec.license))
+    out.print(table)
 
 
 @app.command()
 def info(name: str) -> None:
     """Describe one dataset (or the pa-synth benchmark)."""
-    register_real_builders()
     if name in BENCHMARKS:
         from pabench.data.synth import PRESETS
 
-        console.print(f"[bold]{name}[/]: datasets {', '.join(BENCHMARKS[name])}")
+        out.print(Text.assemble(cell(name, "bold"),
+                                f": datasets {', '.join(BENCHMARKS[name])}"))
         for preset, p in PRESETS.items():
-            console.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size}, {p.counts}")
+            out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size}, {p.counts}")
         return
     spec = DATASETS.get(name)
-    console.print(f"[bold]{spec.name}[/]: {spec.description}\n  role: {spec.role}\n"
-                  f"  licence: {spec.license}\n  configs: {', '.join(spec.configs) or 'default'}")
+    options = ", ".join(f"{k} (default {v})" for k, v in spec.options.items()) or "none"
+    out.print(Text.assemble(cell(spec.name, "bold"), ": ", cell(spec.description)))
+    out.print(f"  role: {clean(spec.role)}\n  licence: {clean(spec.license)}\n"
+              f"  options (--option KEY=VALUE): {clean(options)}")
+
+
+def _options(spec: DatasetSpec, given: list[str]) -> dict[str, str]:
+    """`--option KEY=VALUE` pairs, each KEY a parameter the builder declares."""
+    options = dict(_key_value(o) for o in given)
+    valid = spec.options
+    for key in options:
+        if key not in valid:
+            raise PabenchError(f"dataset '{spec.name}' has no option '{clean(key)}'; valid: "
+                               f"{', '.join(valid) or 'none'} "
+                               f"(see `pabench datasets info {spec.name}`)")
+    return options
 
 
 @app.command()
 def build(
     name: Annotated[str, typer.Argument(help="pa-synth, a synth-* dataset, or a real dataset")],
-    out: Annotated[Path, typer.Option(help="Output folder")] = Path("data"),
-    preset: Annotated[str, typer.Option(help="pa-synth preset: tiny or standard")] = "standard",
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder")] = Path("data"),
+    preset: Annotated[str, typer.Option(help="pa-synth preset: tiny, standard, or auto "
+                                             "(standard for --device cuda*, tiny otherwise)")
+                      ] = "auto",
+    device: Annotated[str, typer.Option(help="pa-synth: the device you will evaluate on "
+                                             "(picks the auto preset)")] = "cpu",
     seed: Annotated[int, typer.Option(help="pa-synth seed")] = 0,
     source: Annotated[
         Path | None, typer.Option(help="Real datasets: the downloaded originals")
@@ -62,17 +84,23 @@ def build(
     ] = None,
 ) -> None:
     """Build a dataset into a Hub-ready folder (README card, parquet, media)."""
-    from pabench.data.synth import SYNTH_DATASETS, build_synth
+    from pabench.data.synth import SYNTH_DATASETS, build_synth, resolve_preset
 
-    register_real_builders()
     start = time.perf_counter()
     if name in BENCHMARKS or name in SYNTH_DATASETS:
+        if source is not None or option:
+            raise PabenchError(f"'{name}' is generated: --source and --option apply to real "
+                               "datasets only")
+        chosen = resolve_preset(preset, device)
+        if preset == "auto":
+            err.print(f"preset: {chosen} (auto for device {clean(device)}; --preset standard "
+                      "for the full-size benchmark)")
         names = tuple(SYNTH_DATASETS) if name in BENCHMARKS else (name,)
         with progress_bar() as bar:
-            built = build_synth(out, preset=preset, seed=seed, names=names, progress=bar)
+            built = build_synth(out_dir, preset=chosen, seed=seed, names=names, progress=bar)
         size = sum(f.stat().st_size for p in built.values() for f in p.rglob("*") if f.is_file())
-        console.print(f"built {len(built)} datasets in {out} ({size / 1e6:.1f} MB) "
-                      f"in {time.perf_counter() - start:.1f} s")
+        out.print(f"built {len(built)} datasets in {clean(out_dir)} ({size / 1e6:.1f} MB) "
+                  f"in {time.perf_counter() - start:.1f} s", soft_wrap=True)
         return
     if name not in DATASETS:
         raise unknown_name("dataset", name, [*DATASETS.names(), *BENCHMARKS])
@@ -81,28 +109,25 @@ def build(
         raise PabenchError(f"dataset '{name}' has no builder")
     if source is None:
         raise PabenchError(f"dataset '{name}' is built from your copy of it: pass --source DIR")
-    options = dict(_key_value(o) for o in option or [])
+    options = _options(spec, option or [])
     with progress_bar() as bar:
-        try:
-            report = spec.builder(source, out / name, embed_media=embed_media, progress=bar,
-                                  **options)
-        except TypeError as e:
-            if options and "unexpected keyword argument" in str(e):
-                raise PabenchError(f"dataset '{name}' takes no option among "
-                                   f"{', '.join(options)} (see `pabench datasets info {name}`)"
-                                   ) from None
-            raise
-    report_path = out / name / "build_report.json"
-    report_path.write_text(report.model_dump_json(indent=2) + "\n")
-    console.print(f"built {name}: {report.videos} -> {out / name}; "
-                  f"{len(report.skipped)} skipped, {len(report.malformed)} malformed "
-                  f"(see {report_path})")
+        report = spec.builder(source, out_dir / name, embed_media=embed_media, progress=bar,
+                              **options)
+    from pabench.data.builders.common import REPORT_FILE
+
+    report_path = out_dir / name / REPORT_FILE
+    out.print(f"built {name}: {report.videos} -> {clean(out_dir / name)}; "
+              f"{len(report.skipped)} skipped, {len(report.malformed)} malformed "
+              f"(see {clean(report_path)})", soft_wrap=True)
+    if report.skipped:
+        reason, n = Counter(s["reason"].split(" (")[0] for s in report.skipped).most_common(1)[0]
+        out.print(f"  most skipped media: {n} x {clean(reason)}", soft_wrap=True)
 
 
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
-        raise PabenchError(f"--option expects KEY=VALUE, got '{text}'")
+        raise PabenchError(f"--option expects KEY=VALUE, got '{clean(text)}'")
     return key.replace("-", "_"), value
 
 
@@ -119,9 +144,7 @@ def push(
     ] = None,
 ) -> None:
     """Upload a built dataset folder to the Hugging Face Hub (token: HF_TOKEN or hf login)."""
-    from pabench.data.push import files_to_push, push_dataset
+    from pabench.data.push import push_dataset
 
-    folder = data_dir / name
-    n = len(files_to_push(folder))
-    url = push_dataset(folder, repo_id, private=private, revision=revision)
-    console.print(f"pushed {name}: {n} files -> {url}")
+    url, n = push_dataset(data_dir / name, repo_id, private=private, revision=revision)
+    out.print(f"pushed {clean(name)}: {n} files -> {clean(url)}", soft_wrap=True)

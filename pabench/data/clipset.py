@@ -15,9 +15,9 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pabench.data.hub import decode_video, read_meta, split_fingerprint
+from pabench.data.hub import decode_video, name_problem, read_meta, split_fingerprint
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import atomic_write_bytes, atomic_write_text, pabench_home
+from pabench.runtime import atomic_write_bytes, atomic_write_text, pabench_home, printable
 
 
 @dataclass
@@ -97,6 +97,20 @@ def _resample(video: np.ndarray, frames: int | None, size: int | None) -> np.nda
     return video
 
 
+def _media_name(root: Path, split: str, name: object) -> str:
+    """A media path from a dataset's table, held to the builders' rule: a dataset fetched from
+    the Hub must not make the loader read files outside its own folder."""
+    problem = name_problem(name)
+    if problem is None and not str(name).startswith(f"videos/{split}/"):
+        problem = f"not under videos/{split}/"
+    if problem is None and not (root / str(name)).resolve().is_relative_to(root.resolve()):
+        problem = "resolves outside the dataset folder"
+    if problem:
+        raise PabenchError(f"{root}/data/{split}.parquet: video {printable(name, 200)!r}: "
+                           f"{problem}")
+    return str(name)
+
+
 def load_clipset(
     root: Path, split: str, *, frames: int | None = None, size: int | None = None,
     cache_dir: Path | None = None, workers: int = 2,
@@ -113,15 +127,16 @@ def load_clipset(
     cached = cache_dir / f"{meta.name}-{split}-{key}.npy"
     videos = read_cached_array(cached)
     if videos is None:
+        names = [_media_name(root, split, v) for v in table["video"]]
         # --embed-media builds carry the bytes in `video_bytes`; `video` stays the key
         sources = (list(table["video_bytes"]) if "video_bytes" in table
-                   else [root / p for p in table["video"]])
+                   else [root / n for n in names])
 
-        def one(source: Path | bytes) -> np.ndarray:
-            return _resample(decode_video(source), frames, size)
+        def one(source: Path | bytes, name: str) -> np.ndarray:
+            return _resample(decode_video(source, root / name), frames, size)
 
         with ThreadPoolExecutor(workers) as pool:
-            decoded = list(pool.map(one, sources))
+            decoded = list(pool.map(one, sources, names))
         shapes = {v.shape for v in decoded}
         if len(shapes) != 1:
             raise PabenchError(

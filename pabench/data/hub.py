@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from pathlib import Path
 
 import av
@@ -21,11 +22,51 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import yaml
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from pabench.errors import PabenchError
 
 META_FILE = "pabench.json"
+_MAX_PART_BYTES = 255  # the file-name limit of common file systems
+_PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_DRIVE = re.compile(r"[A-Za-z]:")
+# The demuxer for each media suffix. Forcing it means a file is never probed into a playlist
+# format (HLS, concat) that would make ffmpeg open other local or remote files.
+DEMUXERS = {".mp4": "mov", ".m4v": "mov", ".mov": "mov", ".avi": "avi", ".mkv": "matroska",
+            ".webm": "matroska", ".jpg": "jpeg_pipe", ".jpeg": "jpeg_pipe", ".png": "png_pipe"}
+
+
+def name_problem(name: object, parts: int | None = None) -> str | None:
+    """Why an annotation-derived name cannot become a path (None if it can): the path rule.
+
+    `parts` caps the number of `/`-separated parts (1: a plain file name)."""
+    if not isinstance(name, str) or not name:
+        return "name is not a non-empty string"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "name is not valid Unicode text"
+    if _PATH_CONTROL.search(name) or "\\" in name:
+        return "name contains a control character or a backslash"
+    if name.startswith("/") or _DRIVE.match(name):
+        return "name is an absolute path"
+    pieces = name.split("/")
+    if any(p in ("", ".", "..") for p in pieces):
+        return "name has an empty, '.' or '..' path part"
+    if any(len(p.encode("utf-8")) > _MAX_PART_BYTES for p in pieces):
+        return f"name has a part longer than {_MAX_PART_BYTES} bytes"
+    if parts is not None and len(pieces) > parts:
+        return f"name has more than {parts} path part{'s' if parts > 1 else ''}"
+    return None
+
+
+def demuxer(name: str | Path) -> str:
+    """The demuxer a medium is decoded with, from its suffix; others are refused."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in DEMUXERS:
+        raise PabenchError(f"{name}: unsupported media type {suffix or '(no suffix)'!r} "
+                           f"(supported: {', '.join(DEMUXERS)})")
+    return DEMUXERS[suffix]
 
 
 class DatasetMeta(BaseModel):
@@ -69,12 +110,15 @@ def encode_mp4(frames: np.ndarray, fps: float = 8.0) -> bytes:
     return buf.getvalue()
 
 
-def decode_video(source: str | Path | bytes) -> np.ndarray:
-    """Decode every frame to uint8 [T, H, W, 3]; a broken file raises a one-line PabenchError."""
-    name = "<bytes>" if isinstance(source, bytes) else str(source)
+def decode_video(source: str | Path | bytes, name: str | Path | None = None) -> np.ndarray:
+    """Decode every frame to uint8 [T, H, W, 3] with the demuxer of `name`'s suffix (the
+    file's own name unless given: embedded bytes carry their file name beside them); a broken
+    file raises a one-line PabenchError."""
+    name = str(name if name is not None else "<bytes>" if isinstance(source, bytes) else source)
+    fmt = demuxer(name)
     try:
         handle = io.BytesIO(source) if isinstance(source, bytes) else str(source)
-        with av.open(handle) as container:
+        with av.open(handle, format=fmt) as container:
             frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
         raise PabenchError(f"{name}: cannot decode video ({type(e).__name__}: {e})") from None
@@ -170,7 +214,10 @@ def read_meta(root: Path) -> DatasetMeta:
     if not path.is_file():
         raise PabenchError(f"{root}: not a pabench dataset folder (no {META_FILE}); build it first")
     try:
-        return DatasetMeta.model_validate_json(path.read_text())
-    except ValueError as e:
-        problem = str(e).splitlines()[0]
-        raise PabenchError(f"{path}: malformed dataset metadata ({problem})") from None
+        return DatasetMeta.model_validate_json(path.read_bytes())
+    except OSError as e:
+        raise PabenchError(f"{path}: cannot read ({e.strerror})") from None
+    except ValidationError as e:
+        from pabench.runtime import validation_error  # lazy: runtime imports torch
+
+        raise validation_error(path, e, "malformed dataset metadata") from None

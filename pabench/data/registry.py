@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
@@ -21,8 +22,9 @@ class BuildReport(BaseModel):
     malformed: list[dict[str, str]] = Field(default_factory=list)  # {file, key, problem}
 
 
-# A real builder: (source, out, embed_media, progress) -> BuildReport
+# A real builder: (source, out, *, embed_media, progress, **options) -> BuildReport
 Builder = Callable[..., BuildReport]
+_COMMON_PARAMETERS = ("embed_media", "progress")
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,19 @@ class DatasetSpec:
     license: str
     synthetic: bool
     builder: Builder | None = None
-    configs: tuple[str, ...] = field(default=())
+
+    @property
+    def options(self) -> dict[str, object]:
+        """The builder's `--option` names and defaults: its keyword-only parameters beyond
+        those every builder takes (read from the signature, so they cannot drift)."""
+        if self.builder is None:
+            return {}
+        return {p.name: p.default for p in inspect.signature(self.builder).parameters.values()
+                if p.kind is p.KEYWORD_ONLY and p.name not in _COMMON_PARAMETERS}
 
 
-DATASETS: Registry[DatasetSpec] = Registry("dataset")
+# The real builders register themselves on import; the registry imports them on first lookup.
+DATASETS: Registry[DatasetSpec] = Registry("dataset", modules=("pabench.data.builders",))
 BENCHMARKS = {"pa-synth": tuple(SYNTH_DATASETS)}
 
 _SYNTH_ROLES = {
@@ -51,7 +62,3 @@ _SYNTH_ROLES = {
 for _name, (_role, _what) in _SYNTH_ROLES.items():
     DATASETS.add(_name, DatasetSpec(_name, f"pa-synth: {_what}", _role, "mit", True))
 
-
-def register_real_builders() -> None:
-    """Import the real-dataset builders so they add themselves (kept lazy: heavy imports)."""
-    import pabench.data.builders  # noqa: F401

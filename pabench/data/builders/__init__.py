@@ -1,4 +1,5 @@
-"""Builders for real datasets; each module registers its DatasetSpec on import."""
+"""Builders for real datasets; each module registers its DatasetSpec on import, and
+`pabench.data.registry.DATASETS` imports this package on its first lookup."""
 
 from pabench.data.builders import (  # noqa: F401
     hmdb51,

@@ -18,16 +18,18 @@ from pathlib import Path
 import datasets
 
 from pabench.data.builders.common import (
+    InputError,
     Item,
-    Progress,
+    Source,
     base_features,
     media_path,
-    prepare_out,
-    require,
+    name_problem,
+    open_source,
     write_dataset,
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
+from pabench.runtime import Progress
 
 HMDB51_CLASSES = (
     "brush_hair", "cartwheel", "catch", "chew", "clap", "climb", "climb_stairs", "dive",
@@ -67,31 +69,49 @@ def split_key(name: str) -> str:
     return stem.replace("#_", "").replace("#", "")
 
 
-def read_split1(source: Path, report: BuildReport) -> dict[Key, int]:
+def split_list(source: Source, cls: str) -> Path:
+    return source.path / SPLIT_DIR / f"{cls}_test_split1.txt"
+
+
+def _line_problem(parts: list[str], line: str, key: Key, codes: dict[Key, int]) -> str | None:
+    if len(parts) != 2 or parts[1] not in ("0", "1", "2"):
+        return f"expected '<video> <0|1|2>', got {line!r}"
+    if problem := name_problem(parts[0], parts=1):
+        return problem
+    if not key[1]:
+        return f"{parts[0]!r} has no name as the lists spell it"
+    if key in codes:
+        return f"video {parts[0]!r} is listed twice"
+    return None
+
+
+def read_split1(source: Source, report: BuildReport) -> dict[Key, int]:
     """(class, key) -> split code from the official lists; bad lines go to the build report."""
     codes: dict[Key, int] = {}
     for cls in HMDB51_CLASSES:
-        path = Path(source) / SPLIT_DIR / f"{cls}_test_split1.txt"
-        if not path.is_file():
-            report.malformed.append({"file": str(path), "key": cls,
-                                     "problem": "split list missing"})
+        path = split_list(source, cls)
+        try:
+            text = source.read_text(path)
+        except InputError as e:
+            report.malformed.append(e.entry(cls))
             continue
-        for n, line in enumerate(path.read_text().splitlines(), 1):
+        for n, line in enumerate(text.splitlines(), 1):
             parts = line.split()
             if not parts:
                 continue
-            if len(parts) != 2 or parts[1] not in ("0", "1", "2"):
+            key = (cls, split_key(parts[0]))
+            if problem := _line_problem(parts, line, key, codes):
                 report.malformed.append({"file": str(path), "key": f"line {n}",
-                                         "problem": f"expected '<video> <0|1|2>', got {line!r}"})
+                                         "problem": problem})
                 continue
-            codes[(cls, split_key(parts[0]))] = int(parts[1])
+            codes[key] = int(parts[1])
     return codes
 
 
-def index_videos(video_dir: Path) -> dict[Key, Path]:
+def index_videos(source: Source) -> dict[Key, Path]:
     """Every video file under `<class>/`, keyed like the split lists."""
     return {(p.parent.name, split_key(p.name)): p
-            for p in Path(video_dir).glob("*/*") if p.is_file()}
+            for p in source.files(source.path / VIDEO_DIR, "*/*")}
 
 
 def action_feature() -> datasets.ClassLabel:
@@ -99,32 +119,29 @@ def action_feature() -> datasets.ClassLabel:
 
 
 def build_hmdb51_split1(
-    source: Path, out: Path, *, name: str, card: Card, exclude_train: set[Key],
-    embed_media: bool, progress: Progress, report: BuildReport,
+    source: Source, out: Path, *, name: str, card: Card, exclude_train: set[Key],
+    embed_media: bool, progress: Progress | None, report: BuildReport,
 ) -> BuildReport:
     """HMDB51 split 1, optionally without some training videos (used by hmdb51-minus-pa)."""
-    source, out = Path(source), Path(out)
-    require(source, name, VIDEO_DIR, SPLIT_DIR)
-    prepare_out(out)
     codes = read_split1(source, report)
-    videos = index_videos(source / VIDEO_DIR)
+    videos = index_videos(source)
     items = []
     for (cls, key), code in sorted(codes.items()):
         split = SPLIT_CODES.get(code)
         if split is None or (split == "train" and (cls, key) in exclude_train):
             continue
-        src = videos.get((cls, key), source / VIDEO_DIR / cls / f"{key}.avi")
+        src = videos.get((cls, key), source.path / VIDEO_DIR / cls / f"{key}.avi")
         items.append(Item(split, src, {
             "video_id": f"{cls}/{src.stem}", "video": media_path(split, cls, src.name),
             "action": HMDB51_CLASSES.index(cls),
-        }))
+        }, str(split_list(source, cls)), f"{cls}/{key}"))
     features = datasets.Features({**base_features(embed_media), "action": action_feature()})
     meta = DatasetMeta(name=name, action_classes=list(HMDB51_CLASSES),
                        splits={"train": 0, "test": 0}, fps=30.0,
                        source={"dataset": "HMDB51", "split": 1,
                                "excluded_train_videos": len(exclude_train)})
-    return write_dataset(out, items, report=report, meta=meta, features=features, card=card,
-                         embed_media=embed_media, progress=progress)
+    return write_dataset(source, out, items, report=report, meta=meta, features=features,
+                         card=card, embed_media=embed_media, progress=progress)
 
 
 HMDB51_CARD = dict(
@@ -144,8 +161,9 @@ HMDB51_CARD = dict(
 
 
 def build(source: Path, out: Path, *, embed_media: bool = False,
-          progress: Progress = None) -> BuildReport:
+          progress: Progress | None = None) -> BuildReport:
     """HMDB51 split 1 (3,569 train / 1,530 test videos)."""
+    src = open_source(source, out, "hmdb51", VIDEO_DIR, SPLIT_DIR)
     card = Card(
         pretty_name="HMDB51 (split 1)",
         summary="HMDB51 action recognition videos, 51 classes, official split 1.",
@@ -157,7 +175,7 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
         ),
         **HMDB51_CARD,
     )
-    return build_hmdb51_split1(source, out, name="hmdb51", card=card, exclude_train=set(),
+    return build_hmdb51_split1(src, out, name="hmdb51", card=card, exclude_train=set(),
                                embed_media=embed_media, progress=progress,
                                report=BuildReport(dataset="hmdb51", out=str(out)))
 

@@ -9,21 +9,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pabench.data.builders.common import Progress, require
-from pabench.data.builders.hmdb51 import HMDB51_CARD, HMDB51_LAYOUT, build_hmdb51_split1
-from pabench.data.builders.pa_hmdb51 import ANNOTATION_DIR, PA_HMDB51_CITATION, read_annotations
+from pabench.data.builders.common import open_source
+from pabench.data.builders.hmdb51 import (
+    HMDB51_CARD,
+    HMDB51_LAYOUT,
+    SPLIT_DIR,
+    VIDEO_DIR,
+    build_hmdb51_split1,
+    split_key,
+)
+from pabench.data.builders.pa_hmdb51 import ANNOTATION_DIR, PA_HMDB51_CITATION, annotation_files
 from pabench.data.hub import Card
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
+from pabench.runtime import Progress
 
 LAYOUT = f"{HMDB51_LAYOUT}, plus {ANNOTATION_DIR}/<class>.json (the PA-HMDB51 annotations)"
 
 
 def build(source: Path, out: Path, *, embed_media: bool = False,
-          progress: Progress = None) -> BuildReport:
+          progress: Progress | None = None) -> BuildReport:
     """HMDB51 split 1 minus the PA-HMDB51 videos in train."""
-    require(Path(source), "hmdb51-minus-pa", ANNOTATION_DIR)
+    src = open_source(source, out, "hmdb51-minus-pa", VIDEO_DIR, SPLIT_DIR, ANNOTATION_DIR)
     report = BuildReport(dataset="hmdb51-minus-pa", out=str(out))
-    excluded = set(read_annotations(Path(source), report))
+    # every video a class file names is excluded, even one whose labels are malformed
+    excluded = {(cls, split_key(video)) for cls, _, videos in annotation_files(src, report)
+                for video in videos}
     card = Card(
         pretty_name="HMDB51 minus PA-HMDB51 (split 1)",
         summary=(
@@ -37,7 +47,7 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
         ),
         **{**HMDB51_CARD, "citation": PA_HMDB51_CITATION},
     )
-    return build_hmdb51_split1(source, out, name="hmdb51-minus-pa", card=card,
+    return build_hmdb51_split1(src, out, name="hmdb51-minus-pa", card=card,
                                exclude_train=excluded, embed_media=embed_media,
                                progress=progress, report=report)
 

@@ -14,18 +14,20 @@ annotated frame is present. Frames no span covers are -1 (not annotated) in both
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import datasets
 
 from pabench.data.builders.common import (
+    InputError,
     Item,
-    Progress,
+    Source,
     base_features,
     media_path,
-    prepare_out,
-    require,
+    name_problem,
+    one_line,
+    open_source,
     write_dataset,
 )
 from pabench.data.builders.hmdb51 import (
@@ -39,9 +41,15 @@ from pabench.data.builders.hmdb51 import (
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
+from pabench.runtime import Progress
 
 ANNOTATION_DIR = "PrivacyAttributes"
 NOT_ANNOTATED = -1
+# Bounds that keep a hostile span (an end of 10**12) from exhausting memory: HMDB51 clips last
+# seconds (the longest PA-HMDB51 annotation covers 647 frames), so a video's labels stop far
+# below MAX_FRAMES and all 515 videos' labels far below MAX_TOTAL_FRAMES.
+MAX_FRAMES = 100_000
+MAX_TOTAL_FRAMES = 20_000_000
 
 # Per attribute: the value classes, a coexisting set of values being a class of its own
 # (indices as in the authors' attr_value_num.json).
@@ -77,6 +85,10 @@ LAYOUT = (f"--source DIR holding {VIDEO_DIR}/<class>/<video>.avi (HMDB51 videos)
           f"{ANNOTATION_DIR}/<class>.json (the PA-HMDB51 annotations)")
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _frame_values(spans: object, attr: str) -> tuple[list[int], str | None]:
     """Per-frame value classes of one attribute, or a problem description."""
     classes = {values: k for k, values in enumerate(VALUE_CLASSES[attr])}
@@ -84,14 +96,18 @@ def _frame_values(spans: object, attr: str) -> tuple[list[int], str | None]:
         return [], "expected a non-empty list of [start, end_inclusive, value] spans"
     parsed = []
     for span in spans:
-        if not (isinstance(span, list) and len(span) == 3 and isinstance(span[0], int)
-                and isinstance(span[1], int) and 0 <= span[0] <= span[1]):
-            return [], f"bad span {span!r}"
+        if not (isinstance(span, list) and len(span) == 3 and _is_int(span[0])
+                and _is_int(span[1]) and 0 <= span[0] <= span[1]):
+            return [], f"bad span {one_line(span, 80)}"
+        if span[1] >= MAX_FRAMES:
+            return [], f"span {span[:2]} reaches beyond frame {MAX_FRAMES - 1}"
         values = span[2] if isinstance(span[2], list) else [span[2]]
+        if not all(_is_int(v) for v in values):
+            return [], f"unknown value {one_line(span[2], 80)} in span {span[:2]}"
         # "absent and present" at once (e.g. [0, 1]) counts as the present value
         present = tuple(sorted({v for v in values if v != 0})) or (0,)
         if present not in classes:
-            return [], f"unknown value {span[2]!r} in span {span!r}"
+            return [], f"unknown value {span[2]!r} in span {span[:2]}"
         parsed.append((span[0], span[1], classes[present]))
     frames = [NOT_ANNOTATED] * (max(end for _, end, _ in parsed) + 1)
     for start, end, cls in parsed:  # a later span wins where spans overlap
@@ -99,30 +115,50 @@ def _frame_values(spans: object, attr: str) -> tuple[list[int], str | None]:
     return frames, None
 
 
-def read_annotations(source: Path, report: BuildReport) -> dict[Key, dict]:
+def annotation_files(source: Source, report: BuildReport) -> Iterator[tuple[str, Path, dict]]:
+    """(class, file, {video: labels}) of every readable class file; the others are reported."""
+    for cls in HMDB51_CLASSES:
+        path = source.path / ANNOTATION_DIR / f"{cls}.json"
+        try:
+            videos = source.read_json(path)
+            if not isinstance(videos, dict):
+                raise InputError(path, "expected a JSON object of video -> labels, got "
+                                       f"{type(videos).__name__}")
+        except InputError as e:
+            report.malformed.append(e.entry(cls))
+            continue
+        yield cls, path, videos
+
+
+def read_annotations(source: Source, report: BuildReport) -> dict[Key, dict]:
     """(class, key) -> {video file name, per-attribute frame values}; bad records reported."""
     records: dict[Key, dict] = {}
-    for cls in HMDB51_CLASSES:
-        path = Path(source) / ANNOTATION_DIR / f"{cls}.json"
-        try:
-            videos = json.loads(path.read_text())
-        except (OSError, ValueError) as e:
-            report.malformed.append({"file": str(path), "key": cls,
-                                     "problem": f"unreadable ({type(e).__name__}: {e})"})
-            continue
+    total = 0
+    for cls, path, videos in annotation_files(source, report):
         for video, labels in videos.items():
-            record: dict = {"file": video}
             problems = []
-            for attr in ATTRIBUTES:
-                spans = labels.get(attr) if isinstance(labels, dict) else None
-                record[attr], problem = _frame_values(spans, attr)
-                if problem:
-                    problems.append(f"{attr}: {problem}")
-            if problems:
-                report.malformed.append({"file": str(path), "key": video,
-                                         "problem": "; ".join(problems)})
+            if problem := name_problem(video, parts=1):
+                problems.append(problem)
+            elif (cls, split_key(video)) in records:
+                problems.append("names the same video as another key")
+            record: dict = {"file": video, "origin": str(path)}
+            if not isinstance(labels, dict):
+                problems.append(f"expected an object of attribute -> spans, got "
+                                f"{type(labels).__name__}")
             else:
-                records[(cls, split_key(video))] = record
+                for attr in ATTRIBUTES:
+                    record[attr], problem = _frame_values(labels.get(attr), attr)
+                    if problem:
+                        problems.append(f"{attr}: {problem}")
+            if problems:
+                report.malformed.append({"file": str(path), "key": one_line(video),
+                                         "problem": "; ".join(problems)})
+                continue
+            total += sum(len(record[attr]) for attr in ATTRIBUTES)
+            if total > MAX_TOTAL_FRAMES:
+                raise InputError(path, f"the annotations label more than {MAX_TOTAL_FRAMES} "
+                                       "frames in all; these are not PA-HMDB51's", key=video)
+            records[(cls, split_key(video))] = record
     return records
 
 
@@ -192,16 +228,14 @@ CARD = Card(
 
 
 def build(source: Path, out: Path, *, embed_media: bool = False,
-          progress: Progress = None) -> BuildReport:
+          progress: Progress | None = None) -> BuildReport:
     """PA-HMDB51 test set with per-frame, per-frame binary and video-level privacy labels."""
-    source, out = Path(source), Path(out)
-    require(source, "pa-hmdb51", VIDEO_DIR, ANNOTATION_DIR)
-    prepare_out(out)
+    src = open_source(source, out, "pa-hmdb51", VIDEO_DIR, ANNOTATION_DIR)
     report = BuildReport(dataset="pa-hmdb51", out=str(out))
-    records = read_annotations(source, report)
-    videos = index_videos(source / VIDEO_DIR)
-    items = [Item("test", videos.get(key, source / VIDEO_DIR / key[0] / record["file"]),
-                  _row(key[0], record))
+    records = read_annotations(src, report)
+    videos = index_videos(src)
+    items = [Item("test", videos.get(key, src.path / VIDEO_DIR / key[0] / record["file"]),
+                  _row(key[0], record), record["origin"], record["file"])
              for key, record in sorted(records.items())]
     meta = DatasetMeta(
         name="pa-hmdb51", action_classes=list(HMDB51_CLASSES), attributes=list(ATTRIBUTES),
@@ -210,8 +244,9 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
         splits={"test": 0}, fps=30.0,
         source={"dataset": "PA-HMDB51", "vispr_ids": VISPR_IDS, "not_annotated": NOT_ANNOTATED},
     )
-    return write_dataset(out, items, report=report, meta=meta, features=features(embed_media),
-                         card=CARD, embed_media=embed_media, progress=progress)
+    return write_dataset(src, out, items, report=report, meta=meta,
+                         features=features(embed_media), card=CARD, embed_media=embed_media,
+                         progress=progress)
 
 
 DATASETS.add("pa-hmdb51", DatasetSpec(

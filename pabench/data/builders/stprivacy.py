@@ -19,22 +19,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import datasets
-import numpy as np
 
 from pabench.data.builders import hmdb51, ucf101
 from pabench.data.builders.common import (
     Item,
-    Progress,
+    Source,
     base_features,
+    binary_vector,
     media_path,
-    prepare_out,
-    require,
+    name_problem,
+    one_line,
+    open_source,
     write_dataset,
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.data.safe_pickle import load_pickle
+from pabench.data.safe_pickle import loads_pickle
 from pabench.errors import PabenchError, unknown_name
+from pabench.runtime import Progress
 
 ATTRIBUTES = ("skin_color", "face", "gender", "nudity", "relationship")
 COLUMN_ORDERS = {
@@ -84,11 +86,11 @@ _BASES = {
 }
 
 
-def _splits_and_videos(name: str, source: Path, report: BuildReport):
+def _splits_and_videos(name: str, source: Source, report: BuildReport):
     """Classes, a (class, video) -> split function and a (class, video) -> media finder."""
     if name == "vp-hmdb51":
         codes = hmdb51.read_split1(source, report)
-        videos = hmdb51.index_videos(source / hmdb51.VIDEO_DIR)
+        videos = hmdb51.index_videos(source)
 
         def key(cls: str, video: str) -> tuple[str, str]:
             return cls, hmdb51.split_key(video)
@@ -98,46 +100,52 @@ def _splits_and_videos(name: str, source: Path, report: BuildReport):
 
         return list(hmdb51.HMDB51_CLASSES), split, lambda c, v: videos.get(key(c, v))
     splits = ucf101.read_split1(source, report)
-    videos = ucf101.index_videos(source / ucf101.VIDEO_DIR)
+    videos = ucf101.index_videos(source)
     return (ucf101.read_classes(source),
-            lambda c, v: splits.get((c, Path(v).stem), "unused"),
+            lambda c, v: splits.get((c, Path(v).stem), ("unused",))[0],
             lambda c, v: videos.get((c, Path(v).stem)))
 
 
-def build_vp(name: str, source: Path, out: Path, *, embed_media: bool, progress: Progress,
-             column_order: str) -> BuildReport:
+def _key_problem(key: str, classes: list[str]) -> str | None:
+    if key.count("/") != 1:
+        return "key is not '<class>/<video>'"
+    if problem := name_problem(key, parts=2):
+        return problem
+    if key.split("/")[0] not in classes:
+        return f"unknown class '{one_line(key.split('/')[0])}'"
+    return None
+
+
+def build_vp(name: str, source: Path, out: Path, *, embed_media: bool,
+             progress: Progress | None, column_order: str) -> BuildReport:
     base = _BASES[name]
     order = parse_column_order(column_order)
-    source, out = Path(source), Path(out)
-    require(source, name, base.label_file, *base.required)
-    labels = load_pickle(source / base.label_file)
+    src = open_source(source, out, name, base.label_file, *base.required)
+    label_path = src.path / base.label_file
+    labels = loads_pickle(src.read_bytes(label_path), label_path)
     if not isinstance(labels, dict):
-        raise PabenchError(f"{source / base.label_file}: expected a dict of video -> labels, "
+        raise PabenchError(f"{label_path}: expected a dict of video -> labels, "
                            f"got {type(labels).__name__}")
-    prepare_out(out)
     report = BuildReport(dataset=name, out=str(out))
-    classes, split_of, find = _splits_and_videos(name, source, report)
-    label_path = str(source / base.label_file)
+    classes, split_of, find = _splits_and_videos(name, src, report)
     items = []
-    for key, value in sorted(labels.items(), key=lambda kv: str(kv[0])):
-        vec = np.asarray(value).reshape(-1) if isinstance(value, np.ndarray) else None
-        parts = key.split("/") if isinstance(key, str) else []
-        problem = (
-            "key is not '<class>/<video>'" if len(parts) != 2
-            else f"unknown class '{parts[0]}'" if parts[0] not in classes
-            else "labels are not a 0/1 array of 5" if vec is None or vec.shape != (5,)
-            or not set(vec.tolist()) <= {0, 1} else None
-        )
-        if problem:
-            report.malformed.append({"file": label_path, "key": str(key), "problem": problem})
+    for key in labels:
+        if not isinstance(key, str):
+            report.malformed.append({"file": str(label_path), "key": type(key).__name__,
+                                     "problem": "key is not a string"})
+    for key in sorted(k for k in labels if isinstance(k, str)):
+        vec = binary_vector(labels[key], len(ATTRIBUTES))
+        if (problem := _key_problem(key, classes)) or vec is None:
+            report.malformed.append({"file": str(label_path), "key": one_line(key),
+                                     "problem": problem or "labels are not a 0/1 array of 5"})
             continue
-        cls, video = parts
+        cls, video = key.split("/")
         split = split_of(cls, video)
-        src = find(cls, video) or source / base.video_dir / cls / video
+        path = find(cls, video) or src.path / base.video_dir / cls / video
         row = {"video_id": f"{cls}/{Path(video).stem}",
-               "video": media_path(split, cls, src.name), "action": classes.index(cls)}
+               "video": media_path(split, cls, path.name), "action": classes.index(cls)}
         row |= {attr: int(v) for attr, v in zip(order, vec, strict=True)}
-        items.append(Item(split, src, row))
+        items.append(Item(split, path, row, str(label_path), key))
     features = datasets.Features({
         **base_features(embed_media), "action": datasets.ClassLabel(names=classes),
         **{a: datasets.Value("int8") for a in ATTRIBUTES},
@@ -175,19 +183,21 @@ def build_vp(name: str, source: Path, out: Path, *, embed_media: bool, progress:
             "(#437_How_To_Ride_A_Bike_ride_bike_f_cm_np1_ba_med_0), which lands in `unused`."
         ),
     )
-    return write_dataset(out, items, report=report, meta=meta, features=features, card=card,
-                         embed_media=embed_media, progress=progress)
+    return write_dataset(src, out, items, report=report, meta=meta, features=features,
+                         card=card, embed_media=embed_media, progress=progress)
 
 
 def build_vp_hmdb51(source: Path, out: Path, *, embed_media: bool = False,
-                    progress: Progress = None, column_order: str = "frequency") -> BuildReport:
+                    progress: Progress | None = None,
+                    column_order: str = "frequency") -> BuildReport:
     """VP-HMDB51: all 6,766 HMDB51 videos STPrivacy labels."""
     return build_vp("vp-hmdb51", source, out, embed_media=embed_media, progress=progress,
                     column_order=column_order)
 
 
 def build_vp_ucf101(source: Path, out: Path, *, embed_media: bool = False,
-                    progress: Progress = None, column_order: str = "frequency") -> BuildReport:
+                    progress: Progress | None = None,
+                    column_order: str = "frequency") -> BuildReport:
     """VP-UCF101: all 13,320 UCF101 videos STPrivacy labels."""
     return build_vp("vp-ucf101", source, out, embed_media=embed_media, progress=progress,
                     column_order=column_order)

@@ -9,22 +9,24 @@ Source layout (`--source DIR`):
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import datasets
 
 from pabench.data.builders.common import (
+    InputError,
     Item,
-    Progress,
+    Source,
     base_features,
     media_path,
-    prepare_out,
-    require,
+    name_problem,
+    open_source,
     write_dataset,
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.errors import PabenchError
+from pabench.runtime import Progress
 
 VIDEO_DIR = "UCF-101"
 LIST_DIR = "ucfTrainTestlist"
@@ -41,35 +43,59 @@ UCF101_CITATION = """@article{soomro2012ucf101,
 Key = tuple[str, str]  # (class, file stem)
 
 
-def read_classes(source: Path) -> list[str]:
-    """Class names in the official classInd order (index 1 first)."""
-    path = Path(source) / LIST_DIR / "classInd.txt"
-    pairs = [line.split() for line in path.read_text().splitlines() if line.strip()]
-    if any(len(p) != 2 or not p[0].isdigit() for p in pairs):
-        raise PabenchError(f"{path}: expected lines '<index> <Class>'")
-    return [name for _, name in sorted(pairs, key=lambda p: int(p[0]))]
+def read_classes(source: Source) -> list[str]:
+    """Class names in the official classInd order: lines `<index> <Class>`, indices 1..N."""
+    path = source.path / LIST_DIR / "classInd.txt"
+    by_index: dict[int, str] = {}
+    names: set[str] = set()
+    for n, line in enumerate(source.read_text(path).splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 2 or not re.fullmatch(r"[0-9]{1,6}", parts[0]):
+            raise InputError(path, f"expected '<index> <Class>', got {line!r}", key=f"line {n}")
+        if problem := name_problem(parts[1], parts=1):
+            raise InputError(path, f"class {problem}", key=f"line {n}")
+        if int(parts[0]) in by_index or parts[1] in names:
+            raise InputError(path, f"index or class of {line!r} is listed twice",
+                             key=f"line {n}")
+        by_index[int(parts[0])] = parts[1]
+        names.add(parts[1])
+    if sorted(by_index) != list(range(1, len(by_index) + 1)):
+        raise InputError(path, f"expected the indices 1..{len(by_index)}, each once")
+    return [by_index[k] for k in sorted(by_index)]
 
 
-def read_split1(source: Path, report: BuildReport) -> dict[Key, str]:
-    """(class, stem) -> split from the split-1 lists; bad lines go to the build report."""
-    splits: dict[Key, str] = {}
+def _list_entry(parts: list[str], line: str) -> tuple[Key, str | None]:
+    """The (class, stem) a split-list line names, and the problem with it if any."""
+    if len(parts) > 2 or parts[0].count("/") != 1:
+        return ("", ""), f"expected '<Class>/<video>', got {line!r}"
+    cls, video = parts[0].split("/")
+    return (cls, Path(video).stem), name_problem(parts[0], parts=2)
+
+
+def read_split1(source: Source, report: BuildReport) -> dict[Key, tuple[str, str]]:
+    """(class, stem) -> (split, list file) from the split-1 lists; bad lines are reported."""
+    splits: dict[Key, tuple[str, str]] = {}
     for split, name in SPLIT_FILES.items():
-        path = Path(source) / LIST_DIR / name
-        for n, line in enumerate(path.read_text().splitlines(), 1):
+        path = source.path / LIST_DIR / name
+        for n, line in enumerate(source.read_text(path).splitlines(), 1):
             parts = line.split()
             if not parts:
                 continue
-            if len(parts) > 2 or parts[0].count("/") != 1:
+            key, problem = _list_entry(parts, line)
+            if problem is None and key in splits:
+                problem = f"{parts[0]!r} is already listed in {splits[key][0]}"
+            if problem:
                 report.malformed.append({"file": str(path), "key": f"line {n}",
-                                         "problem": f"expected '<Class>/<video>', got {line!r}"})
+                                         "problem": problem})
                 continue
-            cls, video = parts[0].split("/")
-            splits[(cls, Path(video).stem)] = split
+            splits[key] = (split, str(path))
     return splits
 
 
-def index_videos(video_dir: Path) -> dict[Key, Path]:
-    return {(p.parent.name, p.stem): p for p in Path(video_dir).glob("*/*") if p.is_file()}
+def index_videos(source: Source) -> dict[Key, Path]:
+    return {(p.parent.name, p.stem): p for p in source.files(source.path / VIDEO_DIR, "*/*")}
 
 
 CARD = Card(
@@ -95,31 +121,29 @@ CARD = Card(
 
 
 def build(source: Path, out: Path, *, embed_media: bool = False,
-          progress: Progress = None) -> BuildReport:
+          progress: Progress | None = None) -> BuildReport:
     """UCF101 split 1 (9,537 train / 3,783 test videos)."""
-    source, out = Path(source), Path(out)
-    require(source, "ucf101", VIDEO_DIR, f"{LIST_DIR}/classInd.txt",
-            *(f"{LIST_DIR}/{f}" for f in SPLIT_FILES.values()))
-    prepare_out(out)
+    src = open_source(source, out, "ucf101", VIDEO_DIR, f"{LIST_DIR}/classInd.txt",
+                      *(f"{LIST_DIR}/{f}" for f in SPLIT_FILES.values()))
     report = BuildReport(dataset="ucf101", out=str(out))
-    classes = read_classes(source)
-    videos = index_videos(source / VIDEO_DIR)
+    classes = read_classes(src)
+    videos = index_videos(src)
     items = []
-    for (cls, stem), split in sorted(read_split1(source, report).items()):
+    for (cls, stem), (split, listed) in sorted(read_split1(src, report).items()):
         if cls not in classes:
-            report.malformed.append({"file": str(source / LIST_DIR / SPLIT_FILES[split]),
-                                     "key": f"{cls}/{stem}", "problem": "class not in classInd"})
+            report.malformed.append({"file": listed, "key": f"{cls}/{stem}",
+                                     "problem": "class not in classInd"})
             continue
-        src = videos.get((cls, stem), source / VIDEO_DIR / cls / f"{stem}.avi")
-        items.append(Item(split, src, {"video_id": f"{cls}/{stem}",
-                                       "video": media_path(split, cls, src.name),
-                                       "action": classes.index(cls)}))
+        path = videos.get((cls, stem), src.path / VIDEO_DIR / cls / f"{stem}.avi")
+        items.append(Item(split, path, {"video_id": f"{cls}/{stem}",
+                                        "video": media_path(split, cls, path.name),
+                                        "action": classes.index(cls)}, listed, f"{cls}/{stem}"))
     features = datasets.Features({**base_features(embed_media),
                                   "action": datasets.ClassLabel(names=classes)})
     meta = DatasetMeta(name="ucf101", action_classes=classes, splits={"train": 0, "test": 0},
                        fps=25.0, source={"dataset": "UCF101", "split": 1})
-    return write_dataset(out, items, report=report, meta=meta, features=features, card=CARD,
-                         embed_media=embed_media, progress=progress)
+    return write_dataset(src, out, items, report=report, meta=meta, features=features,
+                         card=CARD, embed_media=embed_media, progress=progress)
 
 
 DATASETS.add("ucf101", DatasetSpec(

@@ -15,24 +15,27 @@ Images are stored under videos/<split>/ and decode as one-frame videos.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import datasets
-import numpy as np
 
 from pabench.data.builders.common import (
+    InputError,
     Item,
-    Progress,
+    Source,
     base_features,
+    binary_vector,
     media_path,
-    prepare_out,
+    name_problem,
+    one_line,
+    open_source,
     write_dataset,
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.data.safe_pickle import load_pickle
+from pabench.data.safe_pickle import loads_pickle
 from pabench.errors import PabenchError, unknown_name
+from pabench.runtime import Progress
 
 VISPR_IDS = (
     "a0_safe", "a1_age_approx", "a2_weight_approx", "a3_height_approx", "a4_gender",
@@ -85,75 +88,93 @@ def check_ids(ids: list, where: str) -> None:
     """Unknown attribute ids are a hard error: they mean a wrong file or a wrong id list."""
     for attr in ids:
         if attr not in VISPR_IDS:
-            error = unknown_name("VISPR attribute id", str(attr), VISPR_IDS)
+            error = unknown_name("VISPR attribute id", one_line(attr, 80), VISPR_IDS)
             raise PabenchError(f"{where}: {error}")
 
 
-def _json_items(source: Path, attrs: tuple[str, ...], report: BuildReport) -> list[Item]:
+def _read_record(source: Source, path: Path) -> tuple[str, list]:
+    """A per-image JSON's image path (relative to --source) and label ids."""
+    record = source.read_json(path)
+    if not isinstance(record, dict):
+        raise InputError(path, f"expected a JSON object, got {type(record).__name__}")
+    image, labels = record.get("image_path"), record.get("labels")
+    if not isinstance(image, str) or not isinstance(labels, list):
+        raise InputError(path, "image_path must be a string and labels a list")
+    if problem := name_problem(image):
+        raise InputError(path, f"image_path {problem}")
+    return image, labels
+
+
+def _json_items(source: Source, attrs: tuple[str, ...], report: BuildReport) -> list[Item]:
     items = []
     for split in JSON_SPLITS:
-        listing = source / f"{split}2017.txt"
-        for rel in listing.read_text().split():
-            path = source / rel
+        listing = source.path / f"{split}2017.txt"
+        for rel in source.read_text(listing).split():
+            if problem := name_problem(rel):
+                report.malformed.append({"file": str(listing), "key": one_line(rel),
+                                         "problem": problem})
+                continue
+            path = source.path / rel
             try:
-                record = json.loads(path.read_text())
-                image, labels = record["image_path"], record["labels"]
-                if not isinstance(image, str) or not isinstance(labels, list):
-                    raise TypeError("image_path must be a string and labels a list")
-            except (OSError, ValueError, KeyError, TypeError) as e:
-                report.malformed.append({"file": str(path), "key": rel,
-                                         "problem": f"{type(e).__name__}: {e}"})
+                image, labels = _read_record(source, path)
+            except InputError as e:
+                report.malformed.append(e.entry(rel))
                 continue
             check_ids(labels, str(path))
             row = {"video_id": Path(image).stem, "video": media_path(split, Path(image).name)}
             row |= {a: int(a in labels) for a in attrs}
-            items.append(Item(split, source / image, row))
+            items.append(Item(split, source.path / image, row, str(path), rel))
     return items
 
 
-def _tedspad_items(source: Path, report: BuildReport) -> list[Item]:
+def _tedspad_items(source: Source, report: BuildReport) -> list[Item]:
     items = []
     for split in TEDSPAD_SPLITS:
-        path = source / f"{split}_labels.pkl"
-        labels = load_pickle(path)
+        path = source.path / f"{split}_labels.pkl"
+        labels = loads_pickle(source.read_bytes(path), path)
         if not isinstance(labels, dict):
             raise PabenchError(f"{path}: expected a dict of image id -> labels")
-        for image_id, value in sorted(labels.items(), key=lambda kv: str(kv[0])):
-            vec = np.asarray(value).reshape(-1) if isinstance(value, np.ndarray) else None
-            if vec is None or vec.shape != (len(TEDSPAD_ORDER),) or not set(vec.tolist()) <= {0, 1}:
-                report.malformed.append({"file": str(path), "key": str(image_id),
-                                         "problem": "labels are not a 0/1 vector of 7"})
+        for image_id in labels:
+            if not isinstance(image_id, str):
+                report.malformed.append({"file": str(path), "key": type(image_id).__name__,
+                                         "problem": "image id is not a string"})
+        for image_id in sorted(k for k in labels if isinstance(k, str)):
+            vec = binary_vector(labels[image_id], len(TEDSPAD_ORDER))
+            if (problem := name_problem(image_id, parts=1)) or vec is None:
+                report.malformed.append({"file": str(path), "key": one_line(image_id),
+                                         "problem": problem or "labels are not a 0/1 vector of 7"})
                 continue
             name = f"{image_id}.jpg"
-            row = {"video_id": str(image_id), "video": media_path(split, name)}
+            row = {"video_id": image_id, "video": media_path(split, name)}
             row |= {a: int(v) for a, v in zip(TEDSPAD_ORDER, vec, strict=True)}
-            items.append(Item(split, source / "images" / f"{split}2017" / name, row))
+            items.append(Item(split, source.path / "images" / f"{split}2017" / name, row,
+                              str(path), image_id))
     return items
 
 
-def _resolve_format(name: str, source: Path, label_format: str) -> str:
+def _resolve_format(name: str, source: Source, label_format: str) -> str:
     if label_format not in LABEL_FORMATS:
         raise unknown_name("label_format", label_format, LABEL_FORMATS)
-    has_json = all((source / f"{s}2017.txt").is_file() for s in JSON_SPLITS)
-    has_pickles = all((source / f"{s}_labels.pkl").is_file() for s in TEDSPAD_SPLITS)
+    has_json = all(source.is_file(source.path / f"{s}2017.txt") for s in JSON_SPLITS)
+    has_pickles = all(source.is_file(source.path / f"{s}_labels.pkl") for s in TEDSPAD_SPLITS)
     fmt = label_format if label_format != "auto" else (
         "json" if has_json else "tedspad" if has_pickles else "")
     if fmt == "tedspad" and name != "vispr1":
         raise PabenchError(f"{name}: TeD-SPAD's pickles carry VISPR1 labels only; build {name} "
                            "from VISPR's per-image JSON")
     if not fmt or (fmt == "json" and not has_json) or (fmt == "tedspad" and not has_pickles):
-        raise PabenchError(f"{name}: {source} does not match the {label_format} layout: {LAYOUT}")
+        raise PabenchError(f"{name}: {one_line(source.path)} does not match the {label_format} "
+                           f"layout: {LAYOUT}")
     return fmt
 
 
-def build_vispr(name: str, source: Path, out: Path, *, embed_media: bool, progress: Progress,
-                label_format: str) -> BuildReport:
-    source, out = Path(source), Path(out)
+def build_vispr(name: str, source: Path, out: Path, *, embed_media: bool,
+                progress: Progress | None, label_format: str) -> BuildReport:
     attrs = SUBSETS[name]
-    fmt = _resolve_format(name, source, label_format)
-    prepare_out(out)
+    src = open_source(source, out, name)
+    fmt = _resolve_format(name, src, label_format)
     report = BuildReport(dataset=name, out=str(out))
-    items = _json_items(source, attrs, report) if fmt == "json" else _tedspad_items(source, report)
+    items = _json_items(src, attrs, report) if fmt == "json" else _tedspad_items(src, report)
     splits = JSON_SPLITS if fmt == "json" else TEDSPAD_SPLITS
     features = datasets.Features({**base_features(embed_media),
                                   **{a: datasets.Value("int8") for a in attrs}})
@@ -186,19 +207,19 @@ def build_vispr(name: str, source: Path, out: Path, *, embed_media: bool, progre
             "433, 249, 565), consistent with VITA's evaluation leaving out some test images."
         ),
     )
-    return write_dataset(out, items, report=report, meta=meta, features=features, card=card,
-                         embed_media=embed_media, progress=progress)
+    return write_dataset(src, out, items, report=report, meta=meta, features=features,
+                         card=card, embed_media=embed_media, progress=progress)
 
 
 def build_vispr1(source: Path, out: Path, *, embed_media: bool = False,
-                 progress: Progress = None, label_format: str = "auto") -> BuildReport:
+                 progress: Progress | None = None, label_format: str = "auto") -> BuildReport:
     """VISPR1: 7 attributes (skin colour, gender, face complete/partial, semi-nudity, relations)."""
     return build_vispr("vispr1", source, out, embed_media=embed_media, progress=progress,
                        label_format=label_format)
 
 
 def build_vispr2(source: Path, out: Path, *, embed_media: bool = False,
-                 progress: Progress = None, label_format: str = "auto") -> BuildReport:
+                 progress: Progress | None = None, label_format: str = "auto") -> BuildReport:
     """VISPR2: 7 attributes disjoint from VISPR1 (hair, race, sports, age, weight, ...)."""
     return build_vispr("vispr2", source, out, embed_media=embed_media, progress=progress,
                        label_format=label_format)
