@@ -196,9 +196,21 @@ def check_writable(out: Path) -> None:
         raise PabenchError(f"{out}: output directory is not writable ({e.strerror})") from None
 
 
-def validation_error(source: object, e: ValidationError, what: str = "invalid") -> PabenchError:
-    """The first pydantic error as one line naming the file and the field."""
+def read_json(path: Path, source: str) -> object:
+    """A small JSON file (a sidecar, a recipe); any problem is one line starting with `source`."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise PabenchError(f"{source}: cannot read ({e.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise PabenchError(f"{source}: invalid JSON ({printable(e, 200)})") from None
+
+
+def validation_error(source: object, e: ValidationError, what: str = "invalid",
+                     skip: int = 0) -> PabenchError:
+    """The first pydantic error as one line naming the file and the field (`skip` drops leading
+    location parts, such as a discriminated union's tag)."""
     first = e.errors()[0]
-    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    loc = ".".join(str(p) for p in first["loc"][skip:] or first["loc"]) or "(top level)"
     loc = loc.encode("unicode_escape").decode()  # keys come from the file: keep one line
     return PabenchError(f"{source}: {what}: {loc}: {first['msg']}")

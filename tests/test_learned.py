@@ -117,11 +117,11 @@ def test_bad_recipes_are_one_line_errors_naming_the_file(tmp_path):
     assert "\n" not in str(e.value)
     typo = tmp_path / "typo.json"
     typo.write_text('{"stepz": 3}')
-    with pytest.raises(PabenchError, match=r"typo\.json: stepz: Extra inputs are not permitted"):
+    with pytest.raises(PabenchError, match=r"typo\.json: invalid: stepz: Extra inputs are not"):
         load_recipe(typo, "vita")
     other = tmp_path / "other.json"
     other.write_text('{"gamma": 2.0}')  # a VITA key in a SPAct recipe
-    with pytest.raises(PabenchError, match=r"other\.json: gamma: Extra inputs"):
+    with pytest.raises(PabenchError, match=r"other\.json: invalid: gamma: Extra inputs"):
         load_recipe(other, "spact")
     model = tmp_path / "model.json"
     model.write_text('{"budget_models": ["tiny3d"]}')

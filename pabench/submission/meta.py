@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from pabench.errors import PabenchError
-from pabench.runtime import validation_error
+from pabench.runtime import read_json, validation_error
 
 
 class TrainingData(BaseModel):
@@ -36,12 +34,7 @@ class SubmissionMeta(BaseModel):
 def read_meta(path: Path) -> SubmissionMeta:
     """Parse a sidecar; any problem becomes one line naming the file."""
     source = f"submission meta {path}"
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise PabenchError(f"{source}: cannot read ({e.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PabenchError(f"{source}: invalid JSON ({e})") from None
+    data = read_json(path, source)
     try:
         return SubmissionMeta.model_validate(data)
     except ValidationError as e:

@@ -24,7 +24,6 @@ stopping decisions use all-reduced losses, so all ranks run the same number of s
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,7 +42,14 @@ from pabench.anonymizers.learned import GROUPS, TRAIN_DATASET, AnonymizerUNet
 from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, clip_rng, get_preset, render_clip
 from pabench.errors import PabenchError, unknown_name
 from pabench.models import MODELS, build_model
-from pabench.runtime import Progress, is_distributed, rank_world, wrap_ddp
+from pabench.runtime import (
+    Progress,
+    is_distributed,
+    rank_world,
+    read_json,
+    validation_error,
+    wrap_ddp,
+)
 
 Log = Callable[[str, dict[str, float]], None]
 METHODS = ("spact", "vita")
@@ -116,20 +122,13 @@ def load_recipe(path: Path, method: str) -> SPActRecipe | VitaRecipe:
     """Read a recipe file for `method`; any problem is one line naming the file."""
     if method not in RECIPES:
         raise unknown_name("learned baseline", method, RECIPES)
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as e:
-        raise PabenchError(f"recipe {path}: cannot read ({e.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise PabenchError(f"recipe {path}: invalid JSON ({e})") from None
+    data = read_json(path, f"recipe {path}")
     if isinstance(data, dict):
         data = {"method": method, **data}
     try:
         recipe = TypeAdapter(Recipe).validate_python(data)
     except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"][1:] or err["loc"]) or "top level"
-        raise PabenchError(f"recipe {path}: {loc}: {err['msg']}") from None
+        raise validation_error(f"recipe {path}", e, skip=1) from None
     if recipe.method != method:
         raise PabenchError(f"recipe {path}: is a '{recipe.method}' recipe, not '{method}'")
     _check_models(path, recipe)
