@@ -152,7 +152,7 @@ def test_p_hvu_end_to_end_multilabel(tiny_p_hvu: Path, tmp_path: Path) -> None:
              "attributes": SCENES}
     sub = from_module("identity", Identity(), SubmissionMeta(name="identity", training_data=known))
     rec = evaluate(sub, novel, **{**run, "output_dir": None})
-    assert rec.submission.meta["novel_eligibility"] == "declared-disjoint"
+    assert rec.submission.meta.novel_eligibility == "declared-disjoint"
     assert rec.metrics == m  # same views, same cached models: only eligibility differs
     for overlap, culprit in [({"attributes": [*SCENES, "ball"]}, "ball"),
                              ({"datasets": ["p-hvu"]}, "p-hvu"),

@@ -30,10 +30,15 @@ META_FILE = "pabench.json"
 _MAX_PART_BYTES = 255  # the file-name limit of common file systems
 _PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _DRIVE = re.compile(r"[A-Za-z]:")
-# The demuxer for each media suffix. Forcing it means a file is never probed into a playlist
-# format (HLS, concat) that would make ffmpeg open other local or remote files.
-DEMUXERS = {".mp4": "mov", ".m4v": "mov", ".mov": "mov", ".avi": "avi", ".mkv": "matroska",
-            ".webm": "matroska", ".jpg": "jpeg_pipe", ".jpeg": "jpeg_pipe", ".png": "png_pipe"}
+# The container formats media may be read as. A file is opened only with these demuxers, never
+# probed, so it cannot be read as a playlist (HLS, concat) that makes ffmpeg open other local
+# or remote files; a video in another container than its suffix says (common in the wild) is
+# tried with the other video demuxers.
+_VIDEO = ("mov", "avi", "matroska")
+_IMAGE = ("jpeg_pipe", "png_pipe")
+DEMUXERS = {".mp4": _VIDEO, ".m4v": _VIDEO, ".mov": _VIDEO, ".avi": ("avi", "mov", "matroska"),
+            ".mkv": ("matroska", "mov", "avi"), ".webm": ("matroska", "mov", "avi"),
+            ".jpg": _IMAGE, ".jpeg": _IMAGE, ".png": ("png_pipe", "jpeg_pipe")}
 
 
 def name_problem(name: object, parts: int | None = None) -> str | None:
@@ -60,13 +65,26 @@ def name_problem(name: object, parts: int | None = None) -> str | None:
     return None
 
 
-def demuxer(name: str | Path) -> str:
-    """The demuxer a medium is decoded with, from its suffix; others are refused."""
+def demuxers(name: str | Path) -> tuple[str, ...]:
+    """The demuxers a medium may be opened with, its suffix's first; other suffixes are refused."""
     suffix = Path(name).suffix.lower()
     if suffix not in DEMUXERS:
         raise PabenchError(f"{name}: unsupported media type {suffix or '(no suffix)'!r} "
                            f"(supported: {', '.join(DEMUXERS)})")
     return DEMUXERS[suffix]
+
+
+def open_media(source: str | Path | bytes, name: str | Path) -> av.container.InputContainer:
+    """`source` opened with the first of `name`'s demuxers that accepts it."""
+    error: Exception | None = None
+    for fmt in demuxers(name):
+        try:
+            handle = io.BytesIO(source) if isinstance(source, bytes) else str(source)
+            return av.open(handle, format=fmt)
+        except av.error.InvalidDataError as e:
+            error = e
+    assert error is not None
+    raise error
 
 
 class DatasetMeta(BaseModel):
@@ -115,10 +133,9 @@ def decode_video(source: str | Path | bytes, name: str | Path | None = None) -> 
     file's own name unless given: embedded bytes carry their file name beside them); a broken
     file raises a one-line PabenchError."""
     name = str(name if name is not None else "<bytes>" if isinstance(source, bytes) else source)
-    fmt = demuxer(name)
+    demuxers(name)  # an unsupported type is its own error, not a decoding failure
     try:
-        handle = io.BytesIO(source) if isinstance(source, bytes) else str(source)
-        with av.open(handle, format=fmt) as container:
+        with open_media(source, name) as container:
             frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
         raise PabenchError(f"{name}: cannot decode video ({type(e).__name__}: {e})") from None

@@ -55,7 +55,9 @@ class EvaluationConfig:
                 f"'{self.benchmark}' (valid here: {', '.join(valid)})"
             )
         check_device(self.device)
-        return replace(self, preset=resolve_preset(self.preset, self.device))
+        return replace(self, preset=resolve_preset(self.preset, self.device),
+                       data_dir=None if self.data_dir is None else Path(self.data_dir),
+                       meta_path=None if self.meta_path is None else Path(self.meta_path))
 
 
 def check_benchmark(benchmark: str) -> str:

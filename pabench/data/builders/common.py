@@ -40,8 +40,8 @@ import pandas as pd
 from pabench.data.hub import (
     Card,
     DatasetMeta,
-    demuxer,
     name_problem,
+    open_media,
     write_card,
     write_meta,
     write_split,
@@ -207,10 +207,12 @@ def probe_media(path: Path) -> str | None:
     if not stat.S_ISREG(mode):
         return "not a regular file"
     try:
-        with av.open(str(path), format=demuxer(path)) as container:
+        with open_media(path, path) as container:
             next(container.decode(video=0))
     except StopIteration:
         return "no decodable frame"
+    except PabenchError as e:
+        return str(e).removeprefix(f"{path}: ")
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
         return f"cannot decode ({type(e).__name__}: {e})"
     return None
