@@ -1,60 +1,87 @@
-"""Wall time of `evaluate --protocol all` vs the pure model compute inside it, in one run.
+"""Wall time of a whole evaluation, sequential against models trained side by side, in one run.
 
-    python benchmarks/bench_evaluate.py [--preset auto|tiny|standard] [--device cpu]
-                                        [--anonymizer baseline:downsample-4x]
+    python benchmarks/bench_evaluate.py [--protocol known|all] [--preset auto|tiny|standard]
+                                        [--device cpu] [--anonymizer baseline:downsample-4x]
+                                        [--workers 1 0]
 
-Uses a fresh PABENCH_HOME (so no cached fits or anonymized sets) with pa-synth prebuilt there,
-and prints: wall seconds, model-compute seconds (anonymizer forward passes + target/attacker
-training and inference), their ratio, and anonymizer forward calls per clip.
-Targets: wall <= 300 s on pa-synth standard, ratio <= 1.2, exactly 1 call per clip. The wall
-time includes the raw (identity) reference, which later evaluations reuse from the cache.
+For each `--workers` value (1: one model at a time with every thread, the engine before
+side-by-side training; 0: auto, one single-threaded process per core) the evaluation runs from a
+fresh PABENCH_HOME (no cached fits or anonymized sets; pa-synth prebuilt there, not counted) and
+the bench prints, per protocol, wall seconds, the stage table from the record's timings, CPU
+seconds per wall second (this process and its workers), anonymizer calls per clip, and the
+scores, so speed and attacker strength are compared in the same run on the same machine. The
+wall time includes the raw (identity) reference, which later evaluations reuse from the cache.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import tempfile
 import time
 from pathlib import Path
 
+STAGES = ("validate", "anonymize", "train_side_by_side", "compute_train", "compute_predict",
+          "score", "raw_reference")
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--preset", default="auto", help="auto: standard on a GPU, tiny on CPU")
-    ap.add_argument("--anonymizer", default="baseline:downsample-4x")
-    ap.add_argument("--device", default="cpu")
-    args = ap.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="pabench-bench-"))
+
+def cpu_seconds() -> float:
+    own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                      resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def run(args: argparse.Namespace, workers: int) -> list[tuple]:
+    home = Path(tempfile.mkdtemp(prefix=f"pabench-bench-w{workers}-"))
     os.environ["PABENCH_HOME"] = str(home)
     from pabench.data.synth import build_synth, resolve_preset
     from pabench.evaluation import evaluate
     from pabench.protocols import protocols_for
 
-    args.preset = resolve_preset(args.preset, args.device)
-    data = home / "datasets" / f"pa-synth-{args.preset}"
-    t0 = time.perf_counter()
-    build_synth(data, preset=args.preset)
-    build_s = time.perf_counter() - t0
-    wall = compute = calls = clips = 0.0
+    preset = resolve_preset(args.preset, args.device)
+    build_synth(home / "datasets" / f"pa-synth-{preset}", preset=preset)
+    protocols = ([p.id for p in protocols_for("pa-synth")] if args.protocol == "all"
+                 else [args.protocol])
     rows = []
-    for spec in protocols_for("pa-synth"):
-        t0 = time.perf_counter()
-        rec = evaluate(args.anonymizer, spec.id, preset=args.preset, output_dir=None,
-                       device=args.device)
-        w = time.perf_counter() - t0
-        c = sum(rec.timings.get(k, 0.0) for k in ("anonymize", "compute_train",
-                                                  "compute_predict"))
-        wall, compute = wall + w, compute + c
-        calls += rec.timings.get("anonymizer_calls", 0)
-        clips += rec.timings.get("anonymized_clips", 0)
-        rows.append((spec.id, w, c, rec.metrics.action_top1, rec.metrics.privacy_cmap))
-    print(f"pa-synth {args.preset}: build {build_s:.1f} s (not counted below)")
-    print(f"{'protocol':26s} {'wall s':>8s} {'compute s':>10s} {'top-1':>6s} {'cMAP':>6s}")
-    for pid, w, c, a, p in rows:
-        print(f"{pid:26s} {w:8.1f} {c:10.1f} {a:6.1f} {p:6.1f}")
-    print(f"evaluate --protocol all: wall {wall:.1f} s, model compute {compute:.1f} s, "
-          f"ratio {wall / compute:.3f}, anonymizer calls per clip {calls / max(clips, 1):.2f}")
+    for pid in protocols:
+        wall0, cpu0 = time.perf_counter(), cpu_seconds()
+        rec = evaluate(args.anonymizer, pid, preset=preset, device=args.device, workers=workers)
+        wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
+        calls = rec.timings.get("anonymizer_calls", 0) / max(rec.timings["anonymized_clips"], 1)
+        raw = rec.raw.privacy_cmap if rec.raw else float("nan")
+        rows.append((pid, wall, cpu / wall, calls, rec.metrics.action_top1,
+                     rec.metrics.privacy_cmap, raw, rec.hardware, rec.timings))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--preset", default="auto", help="auto: standard on a GPU, tiny on CPU")
+    ap.add_argument("--protocol", default="all", help="a pa-synth protocol id, or all")
+    ap.add_argument("--anonymizer", default="baseline:downsample-4x")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1, 0])
+    args = ap.parse_args()
+    results = {w: run(args, w) for w in args.workers}
+    for w, rows in results.items():
+        hw = rows[0][7]
+        print(f"\nworkers={w} ({hw.get('workers', '1')} at once, {hw['threads']} thread(s) each)")
+        print(f"{'protocol':26s} {'wall s':>7s} {'cpu/wall':>8s} {'calls/clip':>10s} "
+              f"{'top-1':>6s} {'cMAP':>6s} {'raw cMAP':>8s}")
+        for pid, wall, ratio, calls, top1, cmap, raw, _, _ in rows:
+            print(f"{pid:26s} {wall:7.1f} {ratio:8.2f} {calls:10.2f} {top1:6.1f} {cmap:6.1f} "
+                  f"{raw:8.1f}")
+        total = sum(r[1] for r in rows)
+        print(f"{'stage (s, summed)':26s} " + " ".join(f"{s:>18s}" for s in STAGES))
+        sums = {s: sum(r[8].get(s, 0.0) for r in rows) for s in STAGES}
+        print(f"{'':26s} " + " ".join(f"{sums[s]:8.1f} ({sums[s] / total:5.1%})" for s in STAGES))
+        print(f"total wall {total:.1f} s")
+    if len(results) > 1:
+        walls = {w: sum(r[1] for r in rows) for w, rows in results.items()}
+        first = args.workers[0]
+        print("\nwall ratio vs workers=" + str(first) + ": " + ", ".join(
+            f"workers={w} x{walls[first] / walls[w]:.2f}" for w in args.workers[1:]))
 
 
 if __name__ == "__main__":

@@ -145,10 +145,14 @@ def git_revision() -> str:
         return ""
 
 
-def hardware_info(device: str) -> dict[str, str]:
+def hardware_info(device: str, threads: int | None = None, workers: int = 1) -> dict[str, str]:
+    """Where a record was computed; `threads` per model (numbers depend on it), `workers`
+    models trained at once."""
     info = {"platform": platform.platform(), "cpu_count": str(os.cpu_count()),
             "torch": torch.__version__, "device": device,
-            "threads": str(torch.get_num_threads())}
+            "threads": str(threads or torch.get_num_threads())}
+    if workers > 1:
+        info["workers"] = str(workers)
     if device.startswith("cuda") and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(torch.device(device))
     if is_distributed():

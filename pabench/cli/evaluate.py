@@ -69,6 +69,8 @@ def evaluate(
     data_dir: Path | None = typer.Option(None, help="Built datasets (default: PABENCH_HOME)"),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
     seed: int | None = typer.Option(None, help="Override the protocol's seeds with one seed"),
+    workers: int = typer.Option(0, help="Models trained side by side on CPU, one process "
+                                "each (0: one per core)"),
     meta: Path | None = typer.Option(None, help="Submission sidecar JSON (default: NAME.json)"),
     json_out: bool = typer.Option(False, "--json", help="Print the record(s) as JSON"),
 ) -> None:
@@ -77,7 +79,7 @@ def evaluate(
     from pabench.runtime import check_writable, is_rank0
 
     configs = expand(submission, protocol, benchmark=benchmark, preset=preset,
-                     data_dir=data_dir, device=device, seed=seed, meta_path=meta,
+                     data_dir=data_dir, device=device, seed=seed, meta_path=meta, workers=workers,
                      command=shlex.join(["pabench", *sys.argv[1:]]))
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "

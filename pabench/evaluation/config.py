@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+import torch
 
 from pabench.data.synth import resolve_preset
 from pabench.errors import PabenchError, unknown_name
 from pabench.protocols import PROTOCOLS, ProtocolSpec, protocols_for
-from pabench.runtime import check_device
+from pabench.runtime import check_device, is_distributed
 from pabench.submission import DEFAULT_BUDGETS, Budgets, Submission
 
 BENCHMARK_NAMES = ("pa-synth", "real")
@@ -25,6 +28,9 @@ class EvaluationConfig:
     data_dir: built datasets (default: pa-synth under PABENCH_HOME, built on first use).
     seed: replaces the protocol's seeds with this one seed.
     meta_path: the submission's sidecar JSON (default: the file's name with .json).
+    workers: models trained side by side, each in its own process with cores // workers
+        threads; 0 = one per usable core on a CPU, 1 on a GPU and under torchrun (DDP already
+        spreads each model over the ranks).
     """
 
     submission: str | Path | Submission
@@ -36,6 +42,7 @@ class EvaluationConfig:
     seed: int | None = None
     meta_path: Path | None = None
     budgets: Budgets = DEFAULT_BUDGETS
+    workers: int = 0
     command: str = ""
 
     @property
@@ -55,9 +62,24 @@ class EvaluationConfig:
                 f"'{self.benchmark}' (valid here: {', '.join(valid)})"
             )
         check_device(self.device)
+        if self.workers < 0:
+            raise PabenchError(f"--workers {self.workers}: must be 0 (auto) or a positive count")
         return replace(self, preset=resolve_preset(self.preset, self.device),
                        data_dir=None if self.data_dir is None else Path(self.data_dir),
                        meta_path=None if self.meta_path is None else Path(self.meta_path))
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def workers_and_threads(config: EvaluationConfig) -> tuple[int, int]:
+    """How many models train at once and the threads each gets (see `workers`)."""
+    cores = usable_cores()
+    if config.device != "cpu" or is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return 1, torch.get_num_threads()
+    workers = config.workers or cores
+    return workers, max(1, cores // workers) if workers > 1 else torch.get_num_threads()
 
 
 def check_benchmark(benchmark: str) -> str:

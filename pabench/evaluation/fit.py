@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -18,12 +19,20 @@ from pabench.runtime import atomic_write, digest, is_rank0
 from pabench.training import FitSpec, fit, predict
 
 
-def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
-                test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, int]:
-    """Test predictions of one model trained on `train`'s action or attribute labels (multi-
-    label when they are multi-hot), and the epochs it trained. Weights are cached by everything
-    that determines them (protocols sharing a training set share the model) and predictions by
-    weights + test set, so a re-run or a killed run never retrains a finished model."""
+@dataclass(frozen=True)
+class FitPlan:
+    """One model to train and score, and where its weights and test predictions are cached."""
+
+    spec: FitSpec
+    labels: np.ndarray
+    weights_path: Path
+    pred_path: Path
+
+
+def plan(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
+         test: ClipSet, seed: int, stage: str) -> FitPlan:
+    """Weights are cached by everything that determines them (protocols sharing a training set
+    share the model) and predictions by weights + test set."""
     p = run.protocol
     y = train.action if target == "action" else train.attributes
     if y is None:
@@ -36,39 +45,46 @@ def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], t
     fit_key = digest("fit-v1", model, task, train.fingerprint, seed, p.schedule.model_dump(),
                      p.augment, run.frames, run.size)[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
-    pred_path = run.work_dir / "predictions" / f"{pred_key}.npz"
-    weights_path = run.work_dir / "models" / f"{fit_key}.pt"
+    return FitPlan(spec, y, run.work_dir / "models" / f"{fit_key}.pt",
+                   run.work_dir / "predictions" / f"{pred_key}.npz")
+
+
+def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
+                test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, int]:
+    """Test predictions of one model trained on `train`'s action or attribute labels (multi-
+    label when they are multi-hot), and the epochs it trained; a re-run or a killed run never
+    retrains a finished model."""
+    fp = plan(run, model, target, train, test, seed, stage)
     try:
-        with np.load(pred_path, allow_pickle=False) as cached:
+        with np.load(fp.pred_path, allow_pickle=False) as cached:
             return cached["pred"], int(cached["epochs"])
     except FileNotFoundError:
         pass
     except Exception:  # truncated or foreign: np.load and torch.load raise many types
-        pred_path.unlink(missing_ok=True)  # a cache is ours to rebuild, never a failed run
+        fp.pred_path.unlink(missing_ok=True)  # a cache is ours to rebuild, never a failed run
     try:
-        state = torch.load(weights_path, map_location=run.device, weights_only=True)
-        net = build_model(model, n_out, run.size).to(run.device)
+        state = torch.load(fp.weights_path, map_location=run.device, weights_only=True)
+        net = build_model(model, fp.spec.num_outputs, run.size).to(run.device)
         net.load_state_dict(state["weights"])
         epochs = int(state["epochs"])
     except FileNotFoundError:
-        net, epochs = _train(run, spec, train, y, stage, weights_path)
+        net, epochs = _train(run, fp, train, stage)
     except Exception:  # as above
-        weights_path.unlink(missing_ok=True)
-        net, epochs = _train(run, spec, train, y, stage, weights_path)
+        fp.weights_path.unlink(missing_ok=True)
+        net, epochs = _train(run, fp, train, stage)
     start = time.perf_counter()
-    pred = predict(net, spec, test.videos, clips=p.clip.test_clips)
+    pred = predict(net, fp.spec, test.videos, clips=run.protocol.clip.test_clips)
     run.tick("compute_predict", start)
-    _save(pred_path, lambda f: np.savez(f, pred=pred, epochs=epochs))
+    _save(fp.pred_path, lambda f: np.savez(f, pred=pred, epochs=epochs))
     return pred, epochs
 
 
-def _train(run: Run, spec: FitSpec, train: ClipSet, y: np.ndarray, stage: str,
-           weights_path: Path) -> tuple[torch.nn.Module, int]:
+def _train(run: Run, fp: FitPlan, train: ClipSet, stage: str) -> tuple[torch.nn.Module, int]:
     start = time.perf_counter()
-    net, epochs = fit(spec, train.videos, y, progress=run.progress, stage=stage)
+    net, epochs = fit(fp.spec, train.videos, fp.labels, progress=run.progress, stage=stage)
     run.tick("compute_train", start)
     payload = {"weights": net.state_dict(), "epochs": epochs}
-    _save(weights_path, lambda f: torch.save(payload, f))
+    _save(fp.weights_path, lambda f: torch.save(payload, f))
     return net, epochs
 
 

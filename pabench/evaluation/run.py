@@ -10,9 +10,10 @@ from pathlib import Path
 import pabench
 from pabench.anonymizers import BuildContext, get_anonymizer
 from pabench.evaluation.anonymize import anonymize
-from pabench.evaluation.config import EvaluationConfig
+from pabench.evaluation.config import EvaluationConfig, workers_and_threads
 from pabench.evaluation.data import load, start_run
 from pabench.evaluation.eligibility import check_eligible
+from pabench.evaluation.parallel import train_side_by_side
 from pabench.evaluation.score import score
 from pabench.evaluation.store import Evaluation, sample_strip
 from pabench.metrics import relative_drop
@@ -58,13 +59,20 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
                       device=device)
     run.tick("validate", t0)
     eligibility = check_eligible(run, sub)
+    is_raw = sub.name == "identity" and sub.format == "baseline"
+    identity = sub if is_raw else resolve_submission("baseline:identity", ctx)
+    workers, threads = workers_and_threads(config)
+    if workers > 1:
+        t0 = time.perf_counter()
+        train_side_by_side(run, [sub] if is_raw else [sub, identity], workers, threads)
+        run.tick("train_side_by_side", t0)
     t0 = time.perf_counter()
     metrics, attackers = score(run, sub)
     run.tick("score", t0)
     raw_metrics, raw_attackers = metrics, attackers
-    if sub.name != "identity" or sub.format != "baseline":
+    if not is_raw:
         t0 = time.perf_counter()
-        raw_metrics, raw_attackers = score(run, resolve_submission("baseline:identity", ctx))
+        raw_metrics, raw_attackers = score(run, identity)
         run.tick("raw_reference", t0)
     metrics.action_drop = relative_drop(raw_metrics.action_top1, metrics.action_top1)
     metrics.privacy_drop = relative_drop(raw_metrics.privacy_cmap, metrics.privacy_cmap)
@@ -89,7 +97,7 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
                                          checks=list(report.checks)),
         ),
         metrics=metrics, attackers=attackers, raw=raw_metrics, raw_attackers=raw_attackers,
-        seeds=list(run.seeds), hardware=hardware_info(device),
+        seeds=list(run.seeds), hardware=hardware_info(device, threads, workers),
         timings={k: round(v, 3) for k, v in run.timings.items()},
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         command=config.command or (f"pabench.evaluate({str(config.submission)!r}, "

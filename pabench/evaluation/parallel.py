@@ -1,0 +1,116 @@
+"""Train an evaluation's models side by side: one single-threaded process per core.
+
+pa-synth's models are small: a second thread speeds one up by 1.1-1.8x, a second model beside
+it by 2x (benchmarks/bench_levers.py). Workers share nothing but the caches: the parent
+anonymizes every split first, each worker reads them back, trains one model and writes its
+weights and test predictions, and `score` then finds every prediction cached. A model trains
+with the same seed and one thread either way, so its numbers match a sequential
+single-threaded run exactly.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from typing import Literal
+
+import torch
+
+from pabench.errors import PabenchError
+from pabench.evaluation.data import Run
+from pabench.evaluation.fit import fit_predict, plan
+from pabench.evaluation.score import Sides, sides
+from pabench.models import MODELS, build_model
+from pabench.submission import Submission, SubmissionMeta
+from pabench.training import FitSpec
+
+
+@dataclass(frozen=True)
+class FitJob:
+    """One model that `score` trains, named as `score` names it."""
+
+    sha256: str
+    name: str
+    model: str
+    target: Literal["action", "attributes"]
+    seed: int
+
+    @property
+    def stage(self) -> str:
+        role = "target" if self.target == "action" else "attacker"
+        return f"{self.name}: {role} {self.model} (seed {self.seed})"
+
+    def data(self, s: Sides) -> tuple:
+        return ((s.action_train, s.action_test) if self.target == "action"
+                else (s.attack_train, s.privacy_test))
+
+
+def jobs(run: Run, sub: Submission, s: Sides) -> list[FitJob]:
+    p = run.protocol
+    out = [FitJob(sub.sha256, sub.name, p.target, "action", seed) for seed in run.seeds]
+    return out + [FitJob(sub.sha256, sub.name, arch, "attributes", seed)
+                  for arch in p.attackers for seed in run.seeds]
+
+
+def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: int) -> None:
+    """Train every model of `subs` whose test predictions are not cached yet."""
+    pending, seen = [], set()
+    for sub in subs:
+        s = sides(run, sub)  # anonymizes (and caches) every split in this process
+        for job in jobs(run, sub, s):
+            path = plan(run, job.model, job.target, *job.data(s), job.seed, job.stage).pred_path
+            if path not in seen and not path.is_file():
+                seen.add(path)
+                pending.append(job)
+    if not pending:
+        return
+    cost = {m: _step_seconds(run, m) for m in {job.model for job in pending}}
+    pending.sort(key=lambda job: -cost[job.model])  # longest first: no worker idles at the end
+    portable = replace(run, progress=None, timings={}, sets={}, anonymized={})
+    context = multiprocessing.get_context("spawn")  # fork would copy the parent's OpenMP pool
+    with ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
+                             initializer=torch.set_num_threads, initargs=(threads,)) as pool:
+        futures = [pool.submit(_work, portable, job) for job in pending]
+        for done, future in enumerate(as_completed(futures), 1):
+            for key, value in future.result().items():
+                run.timings[key] = run.timings.get(key, 0.0) + value
+            if run.progress:
+                run.progress("train models side by side", done, len(pending))
+
+
+def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
+    """Time of one training step on random data, per training sample of an epoch (a frame
+    model sees `frames_per_epoch` frames of each video): a ranking of jobs, not a measurement."""
+    spec = MODELS.get(model)
+    net = build_model(model, 8, run.size)
+    shape = ((batch, 3, run.frames, run.size, run.size) if spec.kind == "video"
+             else (batch, 3, run.size, run.size))
+    x = torch.rand(shape)
+    net(x).sum().backward()  # the first step also builds kernels
+    start = time.perf_counter()
+    net(x).sum().backward()
+    per_sample = FitSpec.__dataclass_fields__["frames_per_epoch"].default
+    return (time.perf_counter() - start) * (1 if spec.kind == "video" else per_sample)
+
+
+_SIDES: dict[tuple[str, str], Sides] = {}  # per worker process: splits read once
+
+
+def _work(run: Run, job: FitJob) -> dict[str, float]:
+    key = (job.sha256, run.protocol.id)
+    if key not in _SIDES:
+        _SIDES[key] = sides(run, _cached_only(job))
+    fit_predict(run, job.model, job.target, *job.data(_SIDES[key]), job.seed, job.stage)
+    return run.timings
+
+
+def _cached_only(job: FitJob) -> Submission:
+    """The submission as a worker sees it: its anonymized splits are in the cache."""
+
+    def missing(x: torch.Tensor) -> torch.Tensor:
+        raise PabenchError(f"submission {job.name}: an anonymized split is missing from the "
+                           "cache the evaluation wrote")
+
+    return Submission(job.name, None, job.sha256, "baseline", missing, SubmissionMeta())

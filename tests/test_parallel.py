@@ -1,0 +1,48 @@
+"""Models trained side by side (one single-threaded process each) give the sequential numbers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from pabench.protocols import PROTOCOLS, Schedule
+
+QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
+    "id": "test-side-by-side", "attackers": ("tiny2d", "tiny-resnet2d"),
+    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1)})
+
+
+def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path, tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    from pabench.evaluation import evaluate
+
+    records = {}
+    threads = torch.get_num_threads()
+    try:
+        for workers in (1, 2):
+            monkeypatch.setenv("PABENCH_HOME", str(tmp_path / f"home{workers}"))
+            torch.set_num_threads(1)  # the sequential run with the workers' thread count
+            records[workers] = evaluate("baseline:downsample-4x", QUICK, preset="tiny",
+                                        data_dir=synth_tiny, workers=workers)
+    finally:
+        torch.set_num_threads(threads)
+    seq, par = records[1], records[2]
+    assert par.hardware["workers"] == "2" and par.hardware["threads"] == "1"
+    assert "workers" not in seq.hardware and seq.hardware["threads"] == "1"
+    assert par.metrics == seq.metrics and par.attackers == seq.attackers
+    assert par.raw == seq.raw and par.raw_attackers == seq.raw_attackers
+    assert par.timings["train_side_by_side"] > 0 and "train_side_by_side" not in seq.timings
+    # every model was trained by a worker: the parent only read predictions back
+    assert par.timings["compute_train"] > 0
+    assert os.listdir(tmp_path / "home2" / "runs" / "predictions")
+
+
+def test_negative_workers_is_refused() -> None:
+    from pabench.errors import PabenchError
+    from pabench.evaluation import EvaluationConfig
+
+    with pytest.raises(PabenchError, match="--workers -1"):
+        EvaluationConfig("baseline:identity", workers=-1).resolved()
