@@ -49,19 +49,26 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
                    run.work_dir / "predictions" / f"{pred_key}.npz")
 
 
+def cached_prediction(fp: FitPlan) -> tuple[np.ndarray, int] | None:
+    """The cached test predictions and epochs, or None (a corrupt file is removed)."""
+    try:
+        with np.load(fp.pred_path, allow_pickle=False) as cached:
+            return cached["pred"], int(cached["epochs"])
+    except FileNotFoundError:
+        return None
+    except Exception:  # truncated or foreign: np.load and torch.load raise many types
+        fp.pred_path.unlink(missing_ok=True)  # a cache is ours to rebuild, never a failed run
+        return None
+
+
 def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
                 test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, int]:
     """Test predictions of one model trained on `train`'s action or attribute labels (multi-
     label when they are multi-hot), and the epochs it trained; a re-run or a killed run never
     retrains a finished model."""
     fp = plan(run, model, target, train, test, seed, stage)
-    try:
-        with np.load(fp.pred_path, allow_pickle=False) as cached:
-            return cached["pred"], int(cached["epochs"])
-    except FileNotFoundError:
-        pass
-    except Exception:  # truncated or foreign: np.load and torch.load raise many types
-        fp.pred_path.unlink(missing_ok=True)  # a cache is ours to rebuild, never a failed run
+    if (cached := cached_prediction(fp)) is not None:
+        return cached
     try:
         state = torch.load(fp.weights_path, map_location=run.device, weights_only=True)
         net = build_model(model, fp.spec.num_outputs, run.size).to(run.device)
@@ -69,7 +76,7 @@ def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], t
         epochs = int(state["epochs"])
     except FileNotFoundError:
         net, epochs = _train(run, fp, train, stage)
-    except Exception:  # as above
+    except Exception:  # as in cached_prediction
         fp.weights_path.unlink(missing_ok=True)
         net, epochs = _train(run, fp, train, stage)
     start = time.perf_counter()

@@ -1,18 +1,22 @@
 """Train an evaluation's models side by side: one single-threaded process per core.
 
-pa-synth's models are small: a second thread speeds one up by 1.1-1.8x, a second model beside
+pa-synth's models are small: a second thread speeds one up by 1.1-1.7x, a second model beside
 it by 2x (benchmarks/bench_levers.py). Workers share nothing but the caches: the parent
-anonymizes every split first, each worker reads them back, trains one model and writes its
-weights and test predictions, and `score` then finds every prediction cached. A model trains
+anonymizes every split first; each worker (`python -m pabench.evaluation.parallel`, so a user's
+script needs no `if __name__ == "__main__"` guard) reads them back, trains one model and writes
+its weights and test predictions; `score` then finds every prediction cached. A model trains
 with the same seed and one thread either way, so its numbers match a sequential
 single-threaded run exactly.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import os
+import pickle
+import subprocess
+import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -20,9 +24,10 @@ import torch
 
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
-from pabench.evaluation.fit import fit_predict, plan
+from pabench.evaluation.fit import cached_prediction, fit_predict, plan
 from pabench.evaluation.score import Sides, sides
 from pabench.models import MODELS, build_model
+from pabench.runtime import printable
 from pabench.submission import Submission, SubmissionMeta
 from pabench.training import FitSpec
 
@@ -47,7 +52,7 @@ class FitJob:
                 else (s.attack_train, s.privacy_test))
 
 
-def jobs(run: Run, sub: Submission, s: Sides) -> list[FitJob]:
+def jobs(run: Run, sub: Submission) -> list[FitJob]:
     p = run.protocol
     out = [FitJob(sub.sha256, sub.name, p.target, "action", seed) for seed in run.seeds]
     return out + [FitJob(sub.sha256, sub.name, arch, "attributes", seed)
@@ -59,25 +64,35 @@ def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: 
     pending, seen = [], set()
     for sub in subs:
         s = sides(run, sub)  # anonymizes (and caches) every split in this process
-        for job in jobs(run, sub, s):
-            path = plan(run, job.model, job.target, *job.data(s), job.seed, job.stage).pred_path
-            if path not in seen and not path.is_file():
-                seen.add(path)
+        for job in jobs(run, sub):
+            fp = plan(run, job.model, job.target, *job.data(s), job.seed, job.stage)
+            if fp.pred_path not in seen and cached_prediction(fp) is None:
+                seen.add(fp.pred_path)
                 pending.append(job)
     if not pending:
         return
     cost = {m: _step_seconds(run, m) for m in {job.model for job in pending}}
     pending.sort(key=lambda job: -cost[job.model])  # longest first: no worker idles at the end
     portable = replace(run, progress=None, timings={}, sets={}, anonymized={})
-    context = multiprocessing.get_context("spawn")  # fork would copy the parent's OpenMP pool
-    with ProcessPoolExecutor(min(workers, len(pending)), mp_context=context,
-                             initializer=torch.set_num_threads, initargs=(threads,)) as pool:
-        futures = [pool.submit(_work, portable, job) for job in pending]
+    with ThreadPoolExecutor(min(workers, len(pending))) as pool:
+        futures = [pool.submit(_spawn, portable, job, threads) for job in pending]
         for done, future in enumerate(as_completed(futures), 1):
             for key, value in future.result().items():
                 run.timings[key] = run.timings.get(key, 0.0) + value
             if run.progress:
                 run.progress("train models side by side", done, len(pending))
+
+
+def _spawn(run: Run, job: FitJob, threads: int) -> dict[str, float]:
+    """Run one job in a fresh interpreter (no inherited OpenMP pool, no re-import of the
+    caller's script); the payload is our own pickle, on a pipe."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    out = subprocess.run([sys.executable, "-m", "pabench.evaluation.parallel"],
+                         input=pickle.dumps((run, job, threads)), capture_output=True, env=env)
+    if out.returncode != 0:
+        lines = out.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"]
+        raise PabenchError(f"{job.stage}: training process failed: {printable(lines[-1], 300)}")
+    return pickle.loads(out.stdout)
 
 
 def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
@@ -95,14 +110,10 @@ def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
     return (time.perf_counter() - start) * (1 if spec.kind == "video" else per_sample)
 
 
-_SIDES: dict[tuple[str, str], Sides] = {}  # per worker process: splits read once
-
-
-def _work(run: Run, job: FitJob) -> dict[str, float]:
-    key = (job.sha256, run.protocol.id)
-    if key not in _SIDES:
-        _SIDES[key] = sides(run, _cached_only(job))
-    fit_predict(run, job.model, job.target, *job.data(_SIDES[key]), job.seed, job.stage)
+def _work(run: Run, job: FitJob, threads: int) -> dict[str, float]:
+    torch.set_num_threads(threads)
+    s = sides(run, _cached_only(job))
+    fit_predict(run, job.model, job.target, *job.data(s), job.seed, job.stage)
     return run.timings
 
 
@@ -114,3 +125,11 @@ def _cached_only(job: FitJob) -> Submission:
                            "cache the evaluation wrote")
 
     return Submission(job.name, None, job.sha256, "baseline", missing, SubmissionMeta())
+
+
+if __name__ == "__main__":
+    try:
+        timings = _work(*pickle.loads(sys.stdin.buffer.read()))
+    except PabenchError as e:
+        sys.exit(f"error: {e}")
+    sys.stdout.buffer.write(pickle.dumps(timings))
