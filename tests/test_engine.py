@@ -49,6 +49,9 @@ class Half(nn.Module):
 
 
 def _run(sub, tmp_path, synth_tiny, protocol=QUICK, **kw):
+    """Sequential: two-epoch toy runs cost less than starting worker processes (the
+    side-by-side engine has its own tests in test_parallel.py and test_evaluation_doors.py)."""
+    kw.setdefault("workers", 1)
     return evaluate(sub, protocol, preset="tiny", data_dir=synth_tiny,
                     output_dir=tmp_path / "results", **kw)
 
