@@ -29,8 +29,9 @@ class EvaluationConfig:
     seed: replaces the protocol's seeds with this one seed.
     meta_path: the submission's sidecar JSON (default: the file's name with .json).
     workers: models trained side by side, each in its own process with cores // workers
-        threads; 0 = one per usable core on a CPU, 1 on a GPU and under torchrun (DDP already
-        spreads each model over the ranks).
+        threads; 0 = one per usable core for pa-synth on a CPU; 1 on a GPU, under torchrun
+        (DDP already spreads each model over the ranks) and on real data (each worker holds
+        its splits in memory).
     """
 
     submission: str | Path | Submission
@@ -78,7 +79,7 @@ def workers_and_threads(config: EvaluationConfig) -> tuple[int, int]:
     cores = usable_cores()
     if config.device != "cpu" or is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
         return 1, torch.get_num_threads()
-    workers = config.workers or cores
+    workers = config.workers or (cores if config.benchmark == "pa-synth" else 1)
     return workers, max(1, cores // workers) if workers > 1 else torch.get_num_threads()
 
 
