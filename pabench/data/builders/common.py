@@ -369,3 +369,12 @@ def write_dataset(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return report
+
+
+def string_keys(labels: dict, path: Path, report: BuildReport, what: str) -> list[str]:
+    """A label pickle's string keys, sorted; any other key is reported as malformed."""
+    for key in labels:
+        if not isinstance(key, str):
+            report.malformed.append({"file": str(path), "key": type(key).__name__,
+                                     "problem": f"{what} is not a string"})
+    return sorted(k for k in labels if isinstance(k, str))

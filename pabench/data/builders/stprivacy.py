@@ -30,6 +30,7 @@ from pabench.data.builders.common import (
     name_problem,
     one_line,
     open_source,
+    string_keys,
     write_dataset,
 )
 from pabench.data.hub import Card, DatasetMeta
@@ -129,11 +130,7 @@ def build_vp(name: str, source: Path, out: Path, *, embed_media: bool,
     report = BuildReport(dataset=name, out=str(out))
     classes, split_of, find = _splits_and_videos(name, src, report)
     items = []
-    for key in labels:
-        if not isinstance(key, str):
-            report.malformed.append({"file": str(label_path), "key": type(key).__name__,
-                                     "problem": "key is not a string"})
-    for key in sorted(k for k in labels if isinstance(k, str)):
+    for key in string_keys(labels, label_path, report, "key"):
         vec = binary_vector(labels[key], len(ATTRIBUTES))
         if (problem := _key_problem(key, classes)) or vec is None:
             report.malformed.append({"file": str(label_path), "key": one_line(key),

@@ -29,6 +29,7 @@ from pabench.data.builders.common import (
     name_problem,
     one_line,
     open_source,
+    string_keys,
     write_dataset,
 )
 from pabench.data.hub import Card, DatasetMeta
@@ -134,11 +135,7 @@ def _tedspad_items(source: Source, report: BuildReport) -> list[Item]:
         labels = loads_pickle(source.read_bytes(path), path)
         if not isinstance(labels, dict):
             raise PabenchError(f"{path}: expected a dict of image id -> labels")
-        for image_id in labels:
-            if not isinstance(image_id, str):
-                report.malformed.append({"file": str(path), "key": type(image_id).__name__,
-                                         "problem": "image id is not a string"})
-        for image_id in sorted(k for k in labels if isinstance(k, str)):
+        for image_id in string_keys(labels, path, report, "image id"):
             vec = binary_vector(labels[image_id], len(TEDSPAD_ORDER))
             if (problem := name_problem(image_id, parts=1)) or vec is None:
                 report.malformed.append({"file": str(path), "key": one_line(image_id),
