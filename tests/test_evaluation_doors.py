@@ -75,9 +75,11 @@ def test_two_runs_of_one_evaluation_at_once_both_finish_with_one_record(synth_ti
     assert leftovers == []
 
 
-def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path) -> None:
+def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path, monkeypatch) -> None:
     from pabench.evaluation import evaluate
     from pabench.protocols import PROTOCOLS, Schedule
+
+    monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))  # only this test's caches
 
     quick = PROTOCOLS.get("cross-dataset").model_copy(update={
         "id": "test-corrupt", "attackers": ("tiny2d",),

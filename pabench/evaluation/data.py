@@ -32,6 +32,7 @@ class Run:
     frames: int
     size: int
     progress: Progress | None
+    threads: int = 1  # per model: on a CPU the numbers depend on it, so caches are keyed by it
     timings: dict[str, float] = field(default_factory=dict)
     sets: dict[tuple[str, str], ClipSet] = field(default_factory=dict)
     # (submission sha256, dataset, split) -> anonymized copy, so nothing is anonymized twice
@@ -58,7 +59,8 @@ def ensure_data(benchmark: str, preset: str, data_dir: Path | None,
     return data_dir or pabench_home() / "datasets"
 
 
-def start_run(config: EvaluationConfig, device: str, progress: Progress | None) -> Run:
+def start_run(config: EvaluationConfig, device: str, progress: Progress | None,
+              threads: int) -> Run:
     """A run's settings from a resolved config: clip shape from the protocol, else the preset."""
     spec = config.spec
     root = ensure_data(config.benchmark, config.preset, config.data_dir, progress)
@@ -68,7 +70,7 @@ def start_run(config: EvaluationConfig, device: str, progress: Progress | None) 
         work_dir=pabench_home() / "runs", device=device,
         seeds=(config.seed,) if config.seed is not None else spec.seeds,
         frames=spec.clip.frames or native.frames, size=spec.clip.size or native.size,
-        progress=progress,
+        progress=progress, threads=threads,
     )
 
 

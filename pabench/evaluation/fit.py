@@ -15,7 +15,7 @@ from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.models import build_model
-from pabench.runtime import atomic_write, digest, is_rank0
+from pabench.runtime import atomic_write, digest, is_rank0, rank_world
 from pabench.training import FitSpec, fit, predict
 
 
@@ -42,8 +42,11 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
                    clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
                    augment=p.augment, seed=seed, device=run.device)
+    # where it computes moves the numbers too: device type, CPU threads, DDP world size
+    where = (torch.device(run.device).type, run.threads if run.device == "cpu" else None,
+             rank_world()[1])
     fit_key = digest("fit-v1", model, task, train.fingerprint, seed, p.schedule.model_dump(),
-                     p.augment, run.frames, run.size)[:32]
+                     p.augment, run.frames, run.size, where)[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
     return FitPlan(spec, y, run.work_dir / "models" / f"{fit_key}.pt",
                    run.work_dir / "predictions" / f"{pred_key}.npz")

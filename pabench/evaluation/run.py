@@ -49,7 +49,8 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     started = time.perf_counter()
     config = config.resolved()
     device = init_distributed(config.device)
-    run = start_run(config, device, progress)
+    workers, threads = workers_and_threads(config)
+    run = start_run(config, device, progress, threads)
     ctx = BuildContext(benchmark=config.benchmark, preset=config.preset, device=device,
                        cache_dir=pabench_home() / "models")
     t0 = time.perf_counter()
@@ -61,7 +62,6 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     eligibility = check_eligible(run, sub)
     is_raw = sub.name == "identity" and sub.format == "baseline"
     identity = sub if is_raw else resolve_submission("baseline:identity", ctx)
-    workers, threads = workers_and_threads(config)
     if workers > 1:
         t0 = time.perf_counter()
         train_side_by_side(run, [sub] if is_raw else [sub, identity], workers, threads)
