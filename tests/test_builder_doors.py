@@ -601,11 +601,22 @@ def test_duplicate_videos_across_splits_are_reported_once(tmp_path: Path) -> Non
         ("annotations/test2017/again.json", "video '0' is listed twice (already in train)")]
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
-def test_unreadable_media_is_skipped(tmp_path: Path, mp4: bytes) -> None:
+def test_unreadable_media_is_skipped(tmp_path: Path, mp4: bytes, monkeypatch) -> None:
+    import av
+
     src = _pa_source(tmp_path / "src", mp4, {"good.avi": SPANS, "locked.avi": SPANS},
                      videos=("good.avi", "locked.avi"))
-    (src / "hmdb51" / "kiss" / "locked.avi").chmod(0)
+    locked = src / "hmdb51" / "kiss" / "locked.avi"
+    locked.chmod(0)
+    real_open = av.open
+
+    def open_as_user(source: object, *args: object, **kwargs: object) -> object:
+        # root reads files whatever their mode: refuse as the kernel would for a user
+        if str(source).endswith("locked.avi"):
+            raise PermissionError(13, "Permission denied", str(source))
+        return real_open(source, *args, **kwargs)
+
+    monkeypatch.setattr(av, "open", open_as_user)
     result = _build("pa-hmdb51", src, tmp_path / "data")
     assert result.exit_code == 0, result.output
     (skipped,) = _report(tmp_path / "data" / "pa-hmdb51")["skipped"]
