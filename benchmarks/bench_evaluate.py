@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, workers: int) -> list[tuple]:
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         calls = rec.timings.get("anonymizer_calls", 0) / max(rec.timings["anonymized_clips"], 1)
         raw = rec.raw.privacy_cmap if rec.raw else float("nan")
-        rows.append((pid, wall, cpu / wall, calls, rec.metrics.action_top1,
+        rows.append((pid, wall, cpu / wall, calls, rec.metrics.action,
                      rec.metrics.privacy_cmap, raw, rec.hardware, rec.timings))
     return rows
 

@@ -32,14 +32,22 @@ class PrivacyScores:
     excluded: list[str]
 
 
+def scorable(labels: np.ndarray) -> np.ndarray:
+    """Which attributes have both classes among these videos: AP is undefined without a
+    positive and a constant 100 without a negative, so neither may count."""
+    pos = labels.sum(axis=0)
+    return (pos > 0) & (pos < len(labels))
+
+
 def privacy_scores(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> PrivacyScores:
-    """cMAP and mean F1 over attributes; attributes without a positive test sample are excluded
-    (their AP is undefined) and listed."""
+    """cMAP and mean F1 over attributes; attributes with one class only among the test videos
+    are excluded (see `scorable`) and listed."""
     per: dict[str, dict[str, float]] = {}
     excluded = []
+    ok = scorable(labels)
     for j, name in enumerate(names):
         y = labels[:, j]
-        if y.sum() == 0:
+        if not ok[j]:
             excluded.append(name)
             continue
         ap = average_precision_score(y, probs[:, j])
@@ -65,12 +73,36 @@ def bootstrap_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap over test videos: `stat(indices) -> float`, NaN draws dropped."""
     rng = np.random.default_rng(seed)
-    values = np.array([stat(rng.integers(0, n, n)) for _ in range(resamples)])
+    return percentile_ci(np.array([stat(rng.integers(0, n, n)) for _ in range(resamples)]),
+                         alpha)
+
+
+def percentile_ci(values: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+    """The central 1 - alpha interval of bootstrap draws, NaN draws dropped."""
     values = values[np.isfinite(values)]
     if values.size == 0:
         return (float("nan"), float("nan"))
     lo, hi = np.percentile(values, [100 * alpha / 2, 100 * (1 - alpha / 2)])
     return (float(lo), float(hi))
+
+
+def cmap_fixed(probs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """cMAP and mean F1 (at p = 0.5) over exactly these attributes, or NaN when one of them
+    has a single class among these videos: a bootstrap draw must not silently score another
+    attribute set than the full test set."""
+    if not scorable(labels).all():
+        return float("nan"), float("nan")
+    aps = [average_precision_score(labels[:, j], probs[:, j]) for j in range(labels.shape[1])]
+    pred = probs >= 0.5
+    tp = (pred & (labels > 0)).sum(0)
+    denom = pred.sum(0) + (labels > 0).sum(0)
+    f1 = np.where(denom > 0, 2 * tp / np.maximum(denom, 1), 0.0)
+    return float(np.mean(aps) * 100), float(np.mean(f1) * 100)
+
+
+def base_rate_cmap(labels: np.ndarray) -> float:
+    """The cMAP of an attacker that knows nothing: each attribute's AP is its positive rate."""
+    return float(labels.mean(axis=0).mean() * 100)
 
 
 def relative_drop(raw: float, anonymized: float) -> float | None:

@@ -22,7 +22,7 @@ from pabench.errors import PabenchError
 from pabench.runtime import NAME_PATTERN, atomic_write_text, validation_error
 from pabench.submission import SubmissionMeta
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MAX_RECORD_BYTES = 16 * 1024 * 1024  # real records are ~20 kB
 INT64_MAX = 2**63 - 1
 ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
@@ -71,9 +71,16 @@ class ProtocolRef(_Strict):
 
 
 class BenchmarkRef(_Strict):
+    """Which data a record was scored on. pa-synth test splits are rendered from the public
+    seed 0, or from a private seed the submitter cannot know (official records): then only a
+    salted commitment (sha256 of salt and seed) is kept, to be opened later."""
+
     name: Ident
     preset: Annotated[str, Field(pattern=f"^(?:-|{ID_PATTERN})$", max_length=64)]
     fingerprints: dict[str, str]
+    generator_version: Annotated[int, Field(ge=1, le=1000)] | None = None
+    test_seed: Literal["public", "private"] = "public"
+    test_seed_commitment: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")] | None = None
 
 
 class RecordMeta(SubmissionMeta):
@@ -100,23 +107,50 @@ class SubmissionInfo(_Strict):
     validation: ValidationSummary | None = None
 
 
+class Curve(_Strict):
+    """One training run, epoch by epoch, on its held-out validation split: the evidence that a
+    model converged (protocol v2 records it for every target and attacker seed). `chosen` is
+    False for an attempt replaced by a retry at another learning rate."""
+
+    seed: Count
+    lr: Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
+    epochs: Count
+    best_epoch: Count
+    train_loss: list[Finite]
+    val_loss: list[Finite]
+    val_score: list[Score]
+    chosen: bool = True
+
+
 class AttackerResult(_Strict):
+    """One attacker architecture, averaged over seeds. `raw_cmap` is the same architecture on
+    raw data (the run's reference) and `strong` whether it meets the strength floor there."""
+
     arch: EntryName
     cmap: Score
     f1: Score
     per_attribute: dict[str, dict[Literal["ap", "f1"], Score]]
     epochs: Count
+    cmap_per_seed: list[Score] = Field(default_factory=list)
+    curves: list[Curve] = Field(default_factory=list)
+    raw_cmap: Score | None = None
+    strong: bool | None = None
 
 
 class Metrics(_Strict):
-    """Scores in percent. The `action_top1*` fields hold the protocol's utility score, which
-    `action_metric` names: video top-1, or cMAP for multi-label actions (P-HVU). Drops are
-    relative (fractions) and may be negative when a submission beats raw data."""
+    """Scores in percent. `action` is the protocol's utility score, which `action_metric`
+    names: video top-1, or cMAP for multi-label actions (P-HVU). Drops are relative (fractions)
+    and may be negative when a submission beats raw data. `privacy_norm` is chance-normalised
+    worst-case cMAP: 0 at the attributes' base rate (`base_cmap`), 1 at raw data. CIs come from
+    one bootstrap over test videos and seeds with the max over attackers inside each resample
+    (`ci_method` says which; records before v3 resampled videos for the picked attacker)."""
 
-    action_top1: Score
-    action_top1_ci: CI
-    action_top1_clip: Score
+    action: Score
+    action_ci: CI
+    action_clip: Score
     action_metric: Literal["top1", "cmap"] = "top1"
+    action_chance: Score | None = None
+    action_per_seed: list[Score] = Field(default_factory=list)
     privacy_cmap: Score
     privacy_cmap_ci: CI
     privacy_f1: Score
@@ -124,14 +158,35 @@ class Metrics(_Strict):
     privacy_cmap_mean: Score
     privacy_f1_mean: Score
     worst_attacker: EntryName
+    base_cmap: Score | None = None
+    privacy_norm: Finite | None = None
+    privacy_norm_ci: tuple[Finite, Finite] | None = None
     action_drop: Finite | None = None
     privacy_drop: Finite | None = None
+    attributes: list[str] = Field(default_factory=list)
     excluded_attributes: list[str] = Field(default_factory=list)
     target_epochs: Count
+    target_curves: list[Curve] = Field(default_factory=list)
+    ci_method: Literal["videos", "videos+seeds, max inside"] = "videos"
+
+
+class Consistency(_Strict):
+    """A classifier trained to tell anonymized training clips from anonymized test clips: at
+    chance when the submission treats both alike. A submission that recognises the test clips
+    (e.g. memorised public ones) fails, and its record is not ranked."""
+
+    model: EntryName
+    auc: Score
+    auc_ci: CI
+    threshold: Score
+    passed: bool
 
 
 class Record(_Strict):
-    schema_version: Literal[2] = SCHEMA_VERSION
+    """`ranked` is False for records the tables must not rank (a diagnostic protocol, a failed
+    consistency check); `flags` says why, and names weak attackers and early-best runs."""
+
+    schema_version: Literal[3] = SCHEMA_VERSION
     pabench: dict[str, str]
     protocol: ProtocolRef
     benchmark: BenchmarkRef
@@ -147,6 +202,9 @@ class Record(_Strict):
     command: str
     samples: Annotated[list[SamplePath], Field(max_length=16)] = Field(default_factory=list)
     """PNG strips (raw frames over anonymized ones), relative to the record's folder."""
+    consistency: Consistency | None = None
+    ranked: bool = True
+    flags: list[str] = Field(default_factory=list)
 
     @property
     def table_id(self) -> str:
@@ -168,7 +226,22 @@ def _upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 2}
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_v1}
+_RENAMED_V3 = {"action_top1": "action", "action_top1_ci": "action_ci",
+               "action_top1_clip": "action_clip"}
+
+
+def _upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v3 names utility for what it is (`action`, with `action_metric`: top-1 or cMAP) instead
+    of `action_top1`; every field v3 adds has a default meaning "not measured"."""
+    out = {**data, "schema_version": 3}
+    for key in ("metrics", "raw"):
+        if isinstance(out.get(key), dict):
+            out[key] = {_RENAMED_V3.get(k, k): v for k, v in out[key].items()}
+    return out
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_v1,
+                                                                   2: _upgrade_v2}
 """version -> the step to version + 1; reading chains them up to SCHEMA_VERSION."""
 
 

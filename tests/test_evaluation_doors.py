@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 QUICK = """
 from pabench.protocols import PROTOCOLS, Schedule
 QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-quick", "attackers": ("tiny2d",),
+    "id": "test-quick", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
     "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
 })
 """
@@ -67,7 +67,7 @@ def test_two_runs_of_one_evaluation_at_once_both_finish_with_one_record(synth_ti
     errors = [p.communicate()[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     records = list((tmp_path / "results").glob("*.json"))
-    assert [r.name for r in records] == ["pa-synth__tiny__test-quick__v1__identity.json"]
+    assert [r.name for r in records] == ["pa-synth__tiny__test-quick__v2__identity.json"]
     rec = read_record(records[0])
     assert (tmp_path / "results" / rec.samples[0]).is_file()
     leftovers = [p for p in (tmp_path / "home").rglob(".tmp-*")] + list(
@@ -82,7 +82,7 @@ def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path, monkeyp
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))  # only this test's caches
 
     quick = PROTOCOLS.get("cross-dataset").model_copy(update={
-        "id": "test-corrupt", "attackers": ("tiny2d",),
+        "id": "test-corrupt", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
         "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1)})
     first = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
     runs = pabench_home() / "runs"

@@ -25,8 +25,16 @@ from pabench.leaderboard import (
     make_server,
     pareto_flags,
 )
+from pabench.leaderboard.tables import Table, tie_ranks
 from pabench.protocols import PROTOCOLS
-from pabench.records import AttackerResult, Metrics, Record, write_record
+from pabench.records import (
+    AttackerResult,
+    Consistency,
+    Curve,
+    Metrics,
+    Record,
+    write_record,
+)
 
 XSS = "<script>alert(1)</script>"
 XSS_ENTRY = "scripted"  # names are ASCII words; its authors and command carry the markup
@@ -34,7 +42,8 @@ ATTRS = ("face", "gender", "skin", "relationship")
 SHARED_REPORTED = Path(__file__).resolve().parents[2] / "shared" / "reported" / "paper_results.csv"
 ROOT = Path(__file__).resolve().parents[1]
 
-# (protocol, version) -> entry -> (action top-1, worst-case privacy cMAP)
+# (protocol, version) -> entry -> (action score, worst-case privacy cMAP). Protocol v1 tables
+# are archived; known v2 is ranked, raw-pretrained-attacker v2 is a diagnostic.
 FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
     ("known", 1): {
         "identity": (90.0, 80.0),
@@ -43,15 +52,40 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "box-blur-face": (85.0, 70.0),
         XSS_ENTRY: (70.0, 65.0),
     },
-    ("known", 2): {"identity": (92.0, 85.0), "downsample-4x": (70.0, 75.0)},
+    ("known", 2): {
+        "identity": (92.0, 85.0),
+        "downsample-4x": (70.0, 75.0),
+        "unet": (85.0, 60.0),
+        "box-blur-face": (80.0, 61.0),  # CI overlaps unet's: the two share ranks 1-2
+        "memorizer": (90.0, 20.0),  # failed the consistency check: never ranked
+    },
     ("cross-dataset", 1): {"identity": (75.0, 60.0), "downsample-4x": (61.0, 41.0)},
+    ("raw-pretrained-attacker", 2): {
+        "identity": (75.0, 60.0),
+        "downsample-4x": (61.0, 41.0),
+        "invert": (75.0, 52.0),
+        "channel-permute": (74.0, 54.0),
+    },
 }
-PARETO_KNOWN_V1 = {"identity", "unet", "downsample-4x"}
+PARETO_KNOWN_V2 = {"identity", "unet"}
+RANKS_KNOWN_V2 = {"unet": (1, 2), "box-blur-face": (1, 2), "downsample-4x": (3, 3),
+                  "identity": (4, 4)}
+UNRANKED = "memorizer"
+MEMORIZER_FLAG = "consistency check failed: train-vs-test AUC 93.0 above 60.0"
+BASE_CMAP = 30.0
+COMMITMENT = "c0" * 32
+ATTACKERS = ("tiny2d", "tiny-resnet2d", "tiny-c3d")
+WEAK = "tiny-c3d"
 
 
-def _metrics(top1: float, cmap: float, raw: tuple[float, float] | None) -> Metrics:
-    return Metrics(
-        action_top1=top1, action_top1_ci=(top1 - 2.0, top1 + 1.5), action_top1_clip=top1 - 3,
+def _current(protocol: str, version: int) -> bool:
+    return PROTOCOLS.get(protocol).version == version
+
+
+def _metrics(top1: float, cmap: float, raw: tuple[float, float] | None,
+             current: bool = False) -> Metrics:
+    m = Metrics(
+        action=top1, action_ci=(top1 - 2.0, top1 + 1.5), action_clip=top1 - 3,
         privacy_cmap=cmap, privacy_cmap_ci=(cmap - 2.5, cmap + 2.0),
         privacy_f1=cmap * 0.8, privacy_f1_ci=(cmap * 0.8 - 3, cmap * 0.8 + 3),
         privacy_cmap_mean=cmap - 4, privacy_f1_mean=cmap * 0.8 - 4, worst_attacker="tiny2d",
@@ -59,17 +93,47 @@ def _metrics(top1: float, cmap: float, raw: tuple[float, float] | None) -> Metri
         privacy_drop=None if raw is None else (raw[1] - cmap) / raw[1],
         excluded_attributes=["relationship"], target_epochs=12,
     )
+    if current and raw is not None:  # what protocol v2 adds
+        norm = (cmap - BASE_CMAP) / (raw[1] - BASE_CMAP)
+        m = m.model_copy(update=dict(
+            base_cmap=BASE_CMAP, privacy_norm=norm, privacy_norm_ci=(norm - 0.05, norm + 0.04),
+            action_chance=12.5, attributes=list(ATTRS[:3]),
+            target_curves=[_curve(s, top1) for s in (0, 1, 2)],
+            ci_method="videos+seeds, max inside",
+        ))
+    return m
 
 
-def _attackers(cmap: float) -> list[AttackerResult]:
-    return [
-        AttackerResult(
+def _curve(seed: int, top: float, chosen: bool = True) -> Curve:
+    """A run that rises and levels off; an attempt replaced by a retry peaks at epoch 1."""
+    n = 14 if chosen else 6
+    score = [top * (1 - 0.7 ** (i + 1)) for i in range(n)] if chosen else [top / 2] * n
+    return Curve(seed=seed, lr=2e-3, epochs=n, best_epoch=10 if chosen else 1,
+                 train_loss=[1 / (i + 1) for i in range(n)],
+                 val_loss=[1.2 / (i + 1) for i in range(n)], val_score=score, chosen=chosen)
+
+
+def _attackers(cmap: float, current: bool = False) -> list[AttackerResult]:
+    out = []
+    for i, arch in enumerate(ATTACKERS if current else
+                             ("tiny2d", "tiny-resnet2d", "mobilenet_v3_small")):
+        a = AttackerResult(
             arch=arch, cmap=cmap - i * 3, f1=(cmap - i * 3) * 0.8, epochs=10 + i,
-            per_attribute={a: {"ap": cmap - i - j, "f1": cmap * 0.7 - j} for j, a in
+            per_attribute={attr: {"ap": cmap - i - j, "f1": cmap * 0.7 - j} for j, attr in
                            enumerate(ATTRS)},
         )
-        for i, arch in enumerate(("tiny2d", "tiny-resnet2d", "mobilenet_v3_small"))
-    ]
+        if current:
+            curves = [_curve(s, cmap) for s in (0, 1, 2)]
+            if i == 0:  # seed 0 first stopped early and was retried at a lower LR
+                curves.insert(0, _curve(0, cmap, chosen=False))
+                curves[1] = curves[1].model_copy(update={"lr": 5e-4})
+            a = a.model_copy(update=dict(
+                cmap_per_seed=[cmap - i * 3 - 1, cmap - i * 3, cmap - i * 3 + 1],
+                curves=curves, raw_cmap=88.0 - i * 10 - (25 if arch == WEAK else 0),
+                strong=arch != WEAK,
+            ))
+        out.append(a)
+    return out
 
 
 def _sample_png(path: Path) -> None:
@@ -82,10 +146,11 @@ def _sample_png(path: Path) -> None:
 
 
 def make_record(protocol: str, version: int, name: str, with_sample: bool = False) -> Record:
+    """A record as the engine writes it; under a current protocol with every v3 field."""
     top1, cmap = FIXTURE[(protocol, version)][name]
     raw = FIXTURE[(protocol, version)]["identity"]
     key = f"pa-synth-tiny__{protocol}__v{version}__{name}"
-    return Record(
+    rec = Record(
         pabench={"version": "0.1.0", "git": "0123abc"},
         protocol={"id": protocol, "version": version},
         benchmark={"name": "pa-synth", "preset": "tiny",
@@ -109,10 +174,32 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
         + (f" # {XSS}" if name == XSS_ENTRY else ""),
         samples=[f"samples/{key}.png"] if with_sample else [],
     )
+    if not _current(protocol, version):
+        return rec
+    diagnostic = PROTOCOLS.get(protocol).role == "diagnostic"
+    memorizer = name == UNRANKED
+    flags = [f"weak attacker: {WEAK} (raw cMAP 53.0, 25.0 below the strongest)"]
+    return rec.model_copy(update=dict(
+        metrics=_metrics(top1, cmap, raw, current=True),
+        attackers=_attackers(cmap, current=True),
+        raw=_metrics(*raw, raw, current=True),
+        raw_attackers=_attackers(raw[1], current=True),
+        seeds=[0, 1, 2],
+        benchmark=rec.benchmark.model_copy(update=dict(
+            generator_version=2, test_seed="public" if memorizer else "private",
+            test_seed_commitment=None if memorizer else COMMITMENT)),
+        consistency=None if diagnostic else Consistency(
+            model="tiny3d", auc=93.0 if memorizer else 51.0,
+            auc_ci=(90.0, 95.0) if memorizer else (47.0, 55.0), threshold=60.0,
+            passed=not memorizer),
+        ranked=not (memorizer or diagnostic),
+        flags=flags + ([MEMORIZER_FLAG] if memorizer else [])
+        + (["diagnostic protocol"] if diagnostic else []),
+    ))
 
 
 def write_fixture_results(root: Path) -> Path:
-    """Records of three tables (two versions of `known`) plus one sample strip, under root."""
+    """Records of four tables (two versions of `known`, a diagnostic) plus one sample strip."""
     results = root / "results"
     for (protocol, version), entries in FIXTURE.items():
         for name in entries:
@@ -142,8 +229,15 @@ def site(results: Path, reported: Path, tmp_path_factory: pytest.TempPathFactory
     return out
 
 
-def _tables(results: Path) -> dict[tuple[str, int], dict[str, object]]:
+def _tables(results: Path) -> dict[tuple[str, int], Table]:
     return {(t.protocol, t.version): t for t in build_tables(load_records(results))}
+
+
+def _section(html: str, start: str, end: str = "</section>") -> str:
+    """The part of a page from `start` to the next `end` (an assertion if `start` is absent)."""
+    assert start in html, start
+    tail = html[html.index(start):]
+    return tail[:tail.index(end)]
 
 
 def test_pareto_flags() -> None:
@@ -154,19 +248,159 @@ def test_pareto_flags() -> None:
     assert pareto_flags([(50, 50), (50, 40)]) == [False, True]
 
 
+def test_tie_ranks() -> None:
+    # no CI overlaps: plain ranks, whatever the input order
+    assert tie_ranks([30.0, 10.0, 20.0], [(29, 31), (9, 11), (19, 21)]) == [(3, 3), (1, 1),
+                                                                             (2, 2)]
+    # a overlaps b, b overlaps c, a does not overlap c: b spans all three
+    assert tie_ranks([10.0, 12.0, 14.0], [(9, 11.5), (11, 13), (12.5, 15)]) == [
+        (1, 2), (1, 3), (2, 3)]
+    # touching intervals overlap; equal scores tie even with empty-width CIs apart
+    assert tie_ranks([1.0, 2.0, 5.0], [(0, 2), (2, 3), (5, 5)]) == [(1, 2), (1, 2), (3, 3)]
+    assert tie_ranks([4.0, 4.0], [(4, 4), (4, 4)]) == [(1, 2), (1, 2)]
+    assert tie_ranks([], []) == []
+
+
 def test_tables_never_mix_protocols_or_versions(results: Path) -> None:
     tables = _tables(results)
     assert set(tables) == set(FIXTURE)
     for key, t in tables.items():
         assert {e.name for e in t.entries} == set(FIXTURE[key])
         assert len({(e.record.protocol.id, e.record.protocol.version) for e in t.entries}) == 1
-    known1 = tables[("known", 1)]
-    assert {e.name for e in known1.entries if e.pareto} == PARETO_KNOWN_V1
-    # v2's downsample-4x (70, 75) would be dominated by v1 entries; within v2 it is optimal
-    assert all(e.pareto for e in tables[("known", 2)].entries)
-    assert not tables[("known", 2)].current and known1.current
-    assert [e.m.action_top1 for e in known1.entries] == sorted(
-        (v[0] for v in FIXTURE[("known", 1)].values()), reverse=True)
+    listing = {key: t.listing for key, t in tables.items()}
+    assert listing == {("known", 1): "archived", ("cross-dataset", 1): "archived",
+                       ("known", 2): "ranked", ("raw-pretrained-attacker", 2): "diagnostic"}
+    known2 = tables[("known", 2)]
+    assert known2.current and not tables[("known", 1)].current
+    assert {e.name for e in known2.entries if e.pareto} == PARETO_KNOWN_V2
+    assert {e.name: e.rank for e in known2.shown} == RANKS_KNOWN_V2
+    # ranked tables order by privacy, best first; the CI-tied pair reads "1–2"
+    assert [e.name for e in known2.shown] == ["unet", "box-blur-face", "downsample-4x",
+                                              "identity"]
+    assert [e.rank_text for e in known2.shown][:3] == ["1–2", "1–2", "3"]
+    # archived and diagnostic tables rank nothing and mark no Pareto front
+    for key in (("known", 1), ("cross-dataset", 1), ("raw-pretrained-attacker", 2)):
+        assert all(e.rank is None and not e.pareto for e in tables[key].entries)
+        assert tables[key].shown == tables[key].entries and tables[key].unranked == []
+
+
+def test_unranked_records_are_listed_not_ranked(results: Path, site: Path) -> None:
+    known2 = _tables(results)[("known", 2)]
+    [memo] = known2.unranked
+    assert memo.name == UNRANKED and memo.rank is None and not memo.pareto
+    assert memo not in known2.shown  # its privacy (20.0) would otherwise rank first
+    assert known2.listing_of(memo) == "unranked"
+    index = (site / "index.html").read_text()
+    table = _section(index, f'id="tbl-{known2.id}"', "</table>")
+    assert UNRANKED not in table and table.count('class="num rank"') == 4
+    below = _section(index, '<div class="unranked">', "</div>")
+    assert f"entries/{memo.id}.html" in below and MEMORIZER_FLAG in below
+    doc = json.loads((site / "data" / f"{known2.id}.json").read_text())
+    rows = {r["entry"]: r for r in doc["rows"]}
+    assert rows[UNRANKED]["listing"] == "unranked" and rows[UNRANKED]["rank_lo"] is None
+    assert (rows["unet"]["rank_lo"], rows["unet"]["rank_hi"]) == (1, 2)
+    page = (site / "entries" / f"{memo.id}.html").read_text()
+    assert "not ranked" in page and "failed" in page and "privacy rank" not in page
+
+
+def test_old_protocol_versions_are_archived(results: Path, site: Path) -> None:
+    tables = _tables(results)
+    index = (site / "index.html").read_text()
+    archive = (site / "archive.html").read_text()
+    for key in (("known", 1), ("cross-dataset", 1)):
+        t = tables[key]
+        assert f'id="{t.id}"' not in index and f'id="{t.id}"' in archive
+        assert not any(f"entries/{e.id}.html" in index for e in t.entries)
+        board = _section(archive, f'id="{t.id}"')
+        assert "archived (protocol v1)" in board and "not comparable" in board
+        assert 'class="num rank"' not in board and "badge-pareto" not in board
+    assert f'id="{tables[("known", 2)].id}"' in index
+    assert "7 results in 2 tables measured under older protocol versions" in index
+    v1_entry = next(e for e in tables[("known", 1)].entries if e.name == "unet")
+    page = (site / "entries" / f"{v1_entry.id}.html").read_text()
+    assert "archived (protocol v1)" in page and 'href="../archive.html#' in page
+
+
+def test_diagnostic_protocol_is_shown_apart(results: Path, site: Path) -> None:
+    t = _tables(results)[("raw-pretrained-attacker", 2)]
+    spec = PROTOCOLS.get("raw-pretrained-attacker")
+    index = (site / "index.html").read_text()
+    ranked_end = index.index('<section class="hero" id="diagnostics">')
+    assert index.index(f'id="{t.id}"') > ranked_end  # under Diagnostics, after ranked tables
+    assert index.index(f'id="{_tables(results)[("known", 2)].id}"') < ranked_end
+    board = _section(index, f'id="{t.id}"')
+    assert "diagnostic, not ranked" in board and spec.paper_setting in board
+    table = _section(board, f'id="tbl-{t.id}"', "</table>")
+    assert table.count('<tr data-name=') == len(FIXTURE[("raw-pretrained-attacker", 2)])
+    assert table.count('class="control"') == 2 and table.count(">lossless control<") == 2
+    for name in ("invert", "channel-permute"):
+        row = _section(table, f'<tr data-name="{name}"', "</tr>")
+        assert "lossless control" in row
+    assert 'class="num rank"' not in table and "badge-pareto" not in table
+    assert "Pareto-optimal only" not in board
+    page = (site / "protocols" / "raw-pretrained-attacker.html").read_text()
+    assert "diagnostic, not ranked" in page and spec.paper_setting in page
+    assert "diagnostic, not ranked" not in (site / "protocols" / "known.html").read_text()
+
+
+def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
+    unet = next(e for e in _tables(results)[("known", 2)].entries if e.name == "unet")
+    rec = unet.record
+    page = (site / "entries" / f"{unet.id}.html").read_text()
+    curves = _section(page, "<h2>Training curves</h2>")
+    n_curves = len(rec.metrics.target_curves) + sum(len(a.curves) for a in rec.attackers)
+    assert curves.count('<figure class="curve">') == 1 + len(rec.attackers)
+    assert curves.count('<polyline class="curve-line"') == n_curves
+    assert curves.count('class="run seed-0 attempt"') == 1  # the replaced attempt, dashed
+    assert curves.count('<circle class="best"') == n_curves
+    assert "convergence" in curves and "<script" not in curves
+    assert "trained to convergence" not in page
+    # the target's best epoch (10) is marked on its curve at epoch 10's score
+    first = rec.metrics.target_curves[0]
+    assert f"best epoch {first.best_epoch} of {first.epochs}" in curves
+    attackers = _section(page, "<h2>Attackers</h2>")
+    weak = _section(attackers, f"<td>{WEAK}", "</tr>")
+    assert "badge-weak" in weak and attackers.count("badge-weak") == 1
+    assert "43.0" in weak  # raw_cmap recorded with the attacker, not the raw run's cMAP
+    checks = _section(page, "<h2>Checks</h2>")
+    assert "private seed" in checks and COMMITMENT in checks
+    assert "passed" in checks and "51.0" in checks and rec.flags[0] in checks
+    assert "Privacy vs chance" in page and "base rate 30.0" in page
+    assert f"{rec.metrics.privacy_norm:.2f}" in page and "privacy rank 1–2" in page
+
+
+def test_v1_schema_record_still_renders(tmp_path: Path) -> None:
+    """A committed record of schema v1 (protocol v1): archived, its page without v3 parts."""
+    src = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))[0]
+    doc = json.loads(src.read_text())
+    assert doc["schema_version"] == 1 and "action_top1" in doc["metrics"]
+    results = tmp_path / "results"
+    for rel in [src.name, *doc["samples"]]:
+        (results / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src.parent / rel, results / rel)
+    build_site(results, tmp_path / "none", tmp_path / "site")
+    [table] = build_tables(load_records(results))
+    [entry] = table.entries
+    assert table.listing == "archived"
+    page = (tmp_path / "site" / "entries" / f"{entry.id}.html").read_text()
+    assert f'{doc["metrics"]["action_top1"]:.1f}' in page
+    assert "Training curves" not in page and "Privacy vs chance" not in page
+    assert "public seed" in page and "weak" not in page
+    assert f'id="{table.id}"' in (tmp_path / "site" / "archive.html").read_text()
+    assert f'id="{table.id}"' not in (tmp_path / "site" / "index.html").read_text()
+
+
+def test_scatter_marks_the_base_rate(results: Path, site: Path) -> None:
+    from pabench.leaderboard.scatter import scatter
+
+    tables = _tables(results)
+    plot = scatter(tables[("known", 2)])
+    assert plot.base_x is not None and plot.left < plot.base_x < plot.ref_x
+    assert UNRANKED not in {p.name for p in plot.points}  # only ranked entries are plotted
+    assert scatter(tables[("known", 1)]).base_x is None  # v1 records carry no base rate
+    index = (site / "index.html").read_text()
+    board = _section(index, f'id="{tables[("known", 2)].id}"')
+    assert f'<line class="base" x1="{plot.base_x}"' in board
 
 
 def test_downloads_match_records(site: Path, results: Path) -> None:
@@ -174,15 +408,18 @@ def test_downloads_match_records(site: Path, results: Path) -> None:
         csv = pd.read_csv(site / "data" / f"{t.id}.csv")
         doc = json.loads((site / "data" / f"{t.id}.json").read_text())
         assert doc["protocol"] == protocol and doc["protocol_version"] == version
-        assert doc["raw_reference"]["action_top1"] == FIXTURE[(protocol, version)]["identity"][0]
+        assert doc["raw_reference"]["action"] == FIXTURE[(protocol, version)]["identity"][0]
+        assert doc["listing"] == t.listing
         assert len(csv) == len(doc["rows"]) == len(FIXTURE[(protocol, version)])
         for row, jrow in zip(csv.to_dict("records"), doc["rows"], strict=True):
             rec = next(e.record for e in t.entries if e.name == row["entry"])
             assert jrow["entry"] == row["entry"]
-            assert (row["action_top1"], row["privacy_cmap"]) == FIXTURE[(protocol, version)][
+            assert (row["action"], row["privacy_cmap"]) == FIXTURE[(protocol, version)][
                 row["entry"]]
             assert row["privacy_f1"] == pytest.approx(rec.metrics.privacy_f1)
-            assert row["action_top1_ci_lo"] == rec.metrics.action_top1_ci[0]
+            assert row["action_ci_lo"] == rec.metrics.action_ci[0]
+            assert jrow["privacy_norm"] == rec.metrics.privacy_norm
+            assert jrow["test_seed"] == rec.benchmark.test_seed
             assert jrow["action_drop"] == rec.metrics.action_drop
             assert row["params"] == rec.submission.params
             assert row["pareto_optimal"] == jrow["pareto_optimal"]
@@ -299,7 +536,7 @@ def test_rebuild_is_reproducible_and_safe(results: Path, reported: Path, tmp_pat
 def test_empty_results_build(tmp_path: Path) -> None:
     (tmp_path / "results").mkdir()
     summary = build_site(tmp_path / "results", tmp_path / "none", tmp_path / "site")
-    assert summary.tables == 0 and "No verified results yet" in (
+    assert summary.tables == 0 and "No verified results under the current protocols yet" in (
         tmp_path / "site" / "index.html").read_text()
 
 
@@ -337,7 +574,7 @@ def test_scatter_labels_never_overprint():
 
 
 def test_multilabel_utility_is_labelled_cmap(tmp_path):
-    rec = make_record("known", 1, "identity")
+    rec = make_record("known", 2, "identity")
     rec = rec.model_copy(update={"metrics": rec.metrics.model_copy(
         update={"action_metric": "cmap"})})
     write_record(rec, tmp_path / "results" / "r.json")

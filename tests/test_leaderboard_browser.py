@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_leaderboard import FIXTURE, ROOT, XSS, XSS_ENTRY, write_fixture_results
+from test_leaderboard import FIXTURE, ROOT, UNRANKED, XSS, XSS_ENTRY, write_fixture_results
 
 from pabench.leaderboard import build_site, build_tables, load_records, make_server
 
@@ -101,13 +101,21 @@ def _table_id(results: Path, protocol: str, version: int) -> str:
 
 @pytest.mark.parametrize("mode", ["file", "http"])
 def test_index_loads_without_errors(
-    watched: Watched, base_urls: dict[str, str], mode: str, tmp_path: Path
+    watched: Watched, base_urls: dict[str, str], built: tuple[Path, Path], mode: str,
+    tmp_path: Path,
 ) -> None:
     page = watched.page
-    for href in ("reported.html", "protocols.html", "protocols/known.html", "index.html"):
+    tables = build_tables(load_records(built[0]))
+    for href in ("reported.html", "protocols.html", "protocols/known.html", "archive.html"):
         page.goto(base_urls[mode] + href, wait_until="load")
-    assert page.locator("table.results").count() == len(FIXTURE)
-    assert page.locator("svg .pt").count() == sum(len(v) for v in FIXTURE.values())
+    archived = [t for t in tables if t.listing == "archived"]
+    assert page.locator("table.results").count() == len(archived)
+    page.goto(base_urls[mode] + "index.html", wait_until="load")
+    listed = [t for t in tables if t.listing != "archived"]
+    assert page.locator("table.results").count() == len(listed)
+    assert page.locator("svg .pt").count() == sum(len(t.shown) for t in listed)
+    assert page.locator("svg .pt").count() == sum(len(v) for v in FIXTURE.values()) - 8  # 7
+    # archived rows and the one unranked record are not plotted on the index
     assert watched.problems == []
     shot = tmp_path / f"leaderboard-index-{mode}.png"
     page.screenshot(path=str(shot), full_page=True)
@@ -121,21 +129,21 @@ def test_index_loads_without_errors(
 def test_sorting_and_filtering(
     watched: Watched, base_urls: dict[str, str], built: tuple[Path, Path]
 ) -> None:
-    page, tid = watched.page, _table_id(built[0], "known", 1)
-    entries = FIXTURE[("known", 1)]
+    page, tid = watched.page, _table_id(built[0], "known", 2)
+    entries = {k: v for k, v in FIXTURE[("known", 2)].items() if k != UNRANKED}
     page.goto(base_urls["file"] + "index.html")
     initial = _names(page, tid)
-    assert initial == sorted(entries, key=lambda n: -entries[n][0])  # action top-1, best first
-    header = page.locator(f"#tbl-{tid} thead th", has_text="Privacy cMAP").locator("button")
+    assert initial == sorted(entries, key=lambda n: entries[n][1])  # privacy, best first
+    header = page.locator(f"#tbl-{tid} thead th", has_text="Action").first.locator("button")
     header.click()
-    by_cmap = sorted(entries, key=lambda n: entries[n][1])
-    assert _names(page, tid) == by_cmap != initial
-    assert page.locator(f"#tbl-{tid} thead th[aria-sort=ascending]").count() == 1
+    by_action = sorted(entries, key=lambda n: -entries[n][0])
+    assert _names(page, tid) == by_action != initial
+    assert page.locator(f"#tbl-{tid} thead th[aria-sort=descending]").count() == 1
     header.click()
-    assert _names(page, tid) == by_cmap[::-1]
+    assert _names(page, tid) == by_action[::-1]
     visible = page.locator(f"#tbl-{tid} tbody tr:visible .entry-link")
     page.locator(f'[data-pareto-only="tbl-{tid}"]').check()
-    assert set(visible.all_inner_texts()) == {"identity", "unet", "downsample-4x"}
+    assert set(visible.all_inner_texts()) == {"identity", "unet"}
     page.locator(f'[data-pareto-only="tbl-{tid}"]').uncheck()
     page.locator(f'[data-filter="tbl-{tid}"]').fill("blur")
     assert visible.all_inner_texts() == ["box-blur-face"]
@@ -147,7 +155,7 @@ def test_entry_page_shows_images(
     watched: Watched, base_urls: dict[str, str], built: tuple[Path, Path], mode: str
 ) -> None:
     page, tid = watched.page, _table_id(built[0], "known", 1)
-    page.goto(base_urls[mode] + "index.html")
+    page.goto(base_urls[mode] + "archive.html")
     page.locator(f"#tbl-{tid} .entry-link", has_text="downsample-4x").click()
     page.wait_for_load_state("load")
     images = page.locator(".samples img")
@@ -159,7 +167,7 @@ def test_entry_page_shows_images(
 
 def test_script_metadata_renders_as_text(watched: Watched, base_urls: dict[str, str]) -> None:
     page = watched.page
-    page.goto(base_urls["file"] + "index.html")
+    page.goto(base_urls["file"] + "archive.html")
     link = page.get_by_role("link", name=XSS_ENTRY, exact=True)
     assert link.is_visible()
     link.click()
@@ -169,3 +177,18 @@ def test_script_metadata_renders_as_text(watched: Watched, base_urls: dict[str, 
     assert XSS in page.locator("pre.command").inner_text()
     assert page.evaluate("document.querySelectorAll('script').length") == 1  # only ours
     assert watched.dialogs == [] and watched.problems == []
+
+
+def test_entry_page_draws_curves(
+    watched: Watched, base_urls: dict[str, str], built: tuple[Path, Path]
+) -> None:
+    page, tid = watched.page, _table_id(built[0], "known", 2)
+    page.goto(base_urls["file"] + f"entries/{tid}__unet.html")
+    figures = page.locator("figure.curve svg")
+    assert figures.count() == 4 and all(figures.nth(i).is_visible() for i in range(4))
+    box = page.locator("figure.curve polyline.curve-line").first.bounding_box()
+    assert box is not None and box["width"] > 100  # drawn, not collapsed
+    dashed = page.locator(".attempt .curve-line").first.evaluate(
+        "el => getComputedStyle(el).strokeDasharray")
+    assert dashed not in ("", "none")
+    assert watched.problems == []

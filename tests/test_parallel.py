@@ -11,7 +11,7 @@ import torch
 from pabench.protocols import PROTOCOLS, Schedule
 
 QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-side-by-side", "attackers": ("tiny2d",),
+    "id": "test-side-by-side", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
     "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1)})
 
 

@@ -95,10 +95,10 @@ HOSTILE: dict[str, tuple[Callable[[Doc], None], str]] = {
                           "training_data.datasets"),
     "unknown meta key": (_set("submission.meta.notes", "x"), "submission.meta.notes"),
     "cmap -1e308": (_set("metrics.privacy_cmap", -1e308), "metrics.privacy_cmap"),
-    "top-1 above 100": (_set("metrics.action_top1", 1000.0), "metrics.action_top1"),
-    "string number": (_set("metrics.action_top1", "99.5"), "metrics.action_top1"),
+    "top-1 above 100": (_set("metrics.action", 1000.0), "metrics.action"),
+    "string number": (_set("metrics.action", "99.5"), "metrics.action"),
     "bool number": (_set("metrics.privacy_f1", True), "metrics.privacy_f1"),
-    "reversed CI": (_set("metrics.action_top1_ci", [90.0, 80.0]), "lo <= hi"),
+    "reversed CI": (_set("metrics.action_ci", [90.0, 80.0]), "lo <= hi"),
     "per-attribute AP 101": (_set("attackers.0.per_attribute.face.ap", 101.0), "per_attribute"),
     "negative epochs": (_set("metrics.target_epochs", -1), "metrics.target_epochs"),
     "future schema": (_set("schema_version", 99), "schema_version 99 is not supported"),
@@ -172,7 +172,10 @@ def test_committed_records_upgrade_and_build(tmp_path: Path) -> None:
     assert len(paths) >= 95
     assert {json.loads(p.read_text())["schema_version"] for p in paths} == {1}
     records = [read_record(p) for p in paths]
-    assert SCHEMA_VERSION == 2 and all(r.schema_version == 2 for r in records)
+    assert SCHEMA_VERSION == 3 and all(r.schema_version == 3 for r in records)
+    # v3 renamed utility: the upgrade carries the number over unchanged
+    old = json.loads(paths[0].read_text())["metrics"]["action_top1"]
+    assert records[0].metrics.action == old and records[0].metrics.action_metric == "top1"
     eligible = {r.submission.meta.novel_eligibility for r in records}
     assert eligible == {"n/a", "undeclared", "declared-disjoint"}
     assert all(r.submission.validation is None for r in records)
@@ -361,7 +364,7 @@ def _table(*records: Record) -> list[Table]:
 def _rec(name: str, top1: float, cmap: float, fmt: str = "baseline",
          bench: dict[str, str] | None = None) -> Record:
     rec = make_record("known", 1, "unet")
-    m = rec.metrics.model_copy(update={"action_top1": top1, "action_top1_ci": (top1, top1),
+    m = rec.metrics.model_copy(update={"action": top1, "action_ci": (top1, top1),
                                        "privacy_cmap": cmap, "privacy_cmap_ci": (cmap, cmap)})
     sub = rec.submission.model_copy(update={"name": name, "format": fmt})
     update: dict[str, object] = {"metrics": m, "submission": sub}
@@ -521,7 +524,8 @@ def test_add_copies_record_and_sample(tmp_path: Path) -> None:
     assert victim.read_bytes() == before_victim  # same sample name, another entry: untouched
     res = runner.invoke(app, ["leaderboard", "add", str(src), "--results", str(results)])
     assert res.exit_code == 0 and res.output.startswith(f"replaced {dest}")
-    assert len(build_tables(load_records(results))[0].entries) == 6
+    tables = build_tables(load_records(results))
+    assert len(next(t for t in tables if t.version == 1).entries) == 6
 
 
 def test_add_never_replaces_an_official_record_silently(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from pabench.data.clipset import load_clipset
 from pabench.data.synth import KNOWN_ACTIONS, PRESETS, build_synth, render_dataset_clip
 from pabench.errors import PabenchError
 from pabench.metrics import privacy_scores, top1
-from pabench.protocols import Schedule
+from pabench.protocols import SYNTH_SCHEDULE, Schedule
 from pabench.training import FitSpec, fit, predict
 
 SCHEDULE = Schedule(max_epochs=30, patience=4, min_epochs=4)
@@ -47,10 +47,22 @@ def test_3d_classifier_learns_actions_from_motion(sets):
 
 
 @pytest.mark.slow
-def test_single_frames_carry_no_action(sets):
-    acc = _fit_action("tiny2d", sets["synth-action", "train"], sets["synth-action", "test"])
-    print(f"validity: tiny2d single-frame action top-1 {acc:.1f} (chance {CHANCE:.1f})")
-    assert acc <= CHANCE + 15, acc
+def test_single_frames_carry_no_action(sets, synth_tiny):
+    """The strongest frame model (tiny-resnet2d, 99 cMAP on raw attributes), trained with
+    protocol v2's long schedule, sees one frame per test video: it must stay within 5 points
+    of chance over 400 test videos (one standard error is ~1.7 points). On generator v1 the
+    second person's fixed offset let it tell walking from the rest."""
+    spec = FitSpec("tiny-resnet2d", "multiclass", len(KNOWN_ACTIONS), 8, 32,
+                   SYNTH_SCHEDULE.model_copy(update={"retry_lrs": ()}), ("shift",), 0,
+                   eval_frames=1)
+    net, traces = fit(spec, sets["synth-action", "train"].videos,
+                      sets["synth-action", "train"].action)
+    tests = [sets["synth-action", "test"], load_clipset(synth_tiny / "synth-pa", "test")]
+    correct = [top1(predict(net, spec, t.videos), t.action) * len(t) for t in tests]
+    acc = sum(correct) / sum(len(t) for t in tests)
+    print(f"validity: tiny-resnet2d single-frame action top-1 {acc:.1f} (chance "
+          f"{CHANCE:.1f}), {traces[0].epochs} epochs, best {traces[0].best_epoch}")
+    assert acc <= CHANCE + 5, acc
 
 
 @pytest.mark.slow

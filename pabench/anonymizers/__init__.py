@@ -22,7 +22,7 @@ from pabench.registry import Registry
 if TYPE_CHECKING:
     from pabench.submission import TrainingData
 
-Family = Literal["reference", "downsample", "obfuscation", "learned"]
+Family = Literal["reference", "control", "downsample", "obfuscation", "learned"]
 FAMILIES: tuple[Family, ...] = get_args(Family)  # listing order of `baseline:all`
 
 
@@ -73,6 +73,36 @@ class Identity(torch.nn.Module):
 ANONYMIZERS.add("identity", AnonymizerSpec(
     "identity", "No anonymization (raw data reference)", lambda ctx: Identity(), "reference",
 ))
+
+
+class Invert(torch.nn.Module):
+    """1 - x: lossless (its own inverse), so a fair protocol must score it like identity."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 1.0 - x
+
+
+class ChannelPermute(torch.nn.Module):
+    """RGB -> GBR: lossless, and it changes every colour an attacker might key on."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[:, [1, 2, 0]]
+
+
+class Black(torch.nn.Module):
+    """All zeros: no information, so both axes must sit at chance."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
+
+
+for _name, _desc, _module in [
+    ("invert", "Control: colour inversion 1 - x (lossless; must score like identity)", Invert),
+    ("channel-permute", "Control: RGB -> GBR channel permutation (lossless; must score like "
+     "identity)", ChannelPermute),
+    ("black", "Control: every pixel black (no information; must sit at chance)", Black),
+]:
+    ANONYMIZERS.add(_name, AnonymizerSpec(_name, _desc, lambda ctx, m=_module: m(), "control"))
 
 
 def get_anonymizer(name: str) -> AnonymizerSpec:

@@ -54,8 +54,11 @@ def training_data(method: str) -> TrainingData:
     """What a learned baseline sees in training: known actions always; VITA's supervised
     attackers also see the known attributes, SPAct's self-supervised branch no labels."""
     attributes = list(KNOWN_ATTRIBUTES) if method == "vita" else []
+    recipe = default_recipe(method)
+    attackers = (list(recipe.budget_models) if isinstance(recipe, VitaRecipe)
+                 else [recipe.ssl_model])
     return TrainingData(datasets=[DECLARED_DATASET], action_classes=list(KNOWN_ACTIONS),
-                        attributes=attributes)
+                        attributes=attributes, attackers=attackers)
 
 
 def recipe_digest(recipe: SPActRecipe | VitaRecipe) -> str:

@@ -31,26 +31,44 @@ def print_record(record: Record) -> None:
                              f"{record.benchmark.preset}, protocol {record.protocol.id} "
                              f"v{record.protocol.version}"))
     action = "action cMAP" if m.action_metric == "cmap" else "action top-1"
-    for col in ("", action, "privacy cMAP (worst)", "privacy F1 (worst)", "cMAP (mean)"):
+    for col in ("", action, "privacy cMAP (worst)", "privacy (0 chance, 1 raw)",
+                "privacy F1 (worst)", "cMAP (mean)"):
         table.add_column(col)
+    norm = (f"{m.privacy_norm:.2f} [{m.privacy_norm_ci[0]:.2f}, {m.privacy_norm_ci[1]:.2f}]"
+            if m.privacy_norm is not None and m.privacy_norm_ci is not None else "-")
     table.add_row(
-        "anonymized",
-        f"{m.action_top1:.1f} [{m.action_top1_ci[0]:.1f}, {m.action_top1_ci[1]:.1f}]",
+        "anonymized", f"{m.action:.1f} [{m.action_ci[0]:.1f}, {m.action_ci[1]:.1f}]",
         f"{m.privacy_cmap:.1f} [{m.privacy_cmap_ci[0]:.1f}, {m.privacy_cmap_ci[1]:.1f}]",
-        f"{m.privacy_f1:.1f}", f"{m.privacy_cmap_mean:.1f}",
+        norm, f"{m.privacy_f1:.1f}", f"{m.privacy_cmap_mean:.1f}",
     )
     if raw is not None:
-        table.add_row("raw", _fmt(raw.action_top1), _fmt(raw.privacy_cmap),
+        table.add_row("raw", _fmt(raw.action), _fmt(raw.privacy_cmap), "1.00",
                       _fmt(raw.privacy_f1), _fmt(raw.privacy_cmap_mean))
+    chance = _fmt(m.action_chance) if m.action_chance is not None else "-"
+    table.add_row("chance", chance, _fmt(m.base_cmap) if m.base_cmap is not None else "-",
+                  "0.00", "", "")
+    if raw is not None:
         table.add_row("relative drop", _fmt(m.action_drop, True), _fmt(m.privacy_drop, True),
-                      "", "")
+                      "", "", "")
     out.print(table)
     attrs = sorted(record.attackers[0].per_attribute)
-    att = Table("attacker", "cMAP", "F1", "epochs", *[clean(a) for a in attrs])
+    att = Table("attacker", "cMAP", "raw cMAP", "F1", "best epochs", *[clean(a) for a in attrs])
     for a in record.attackers:
-        att.add_row(cell(a.arch), f"{a.cmap:.1f}", f"{a.f1:.1f}", str(a.epochs),
+        best = ",".join(str(c.best_epoch) for c in a.curves if c.chosen) or str(a.epochs)
+        weak = " (weak)" if a.strong is False else ""
+        att.add_row(cell(a.arch) + weak, f"{a.cmap:.1f}",
+                    _fmt(a.raw_cmap) if a.raw_cmap is not None else "-", f"{a.f1:.1f}", best,
                     *[f"{a.per_attribute[k]['ap']:.1f}" for k in attrs])
     out.print(att)
+    if record.consistency is not None:
+        c = record.consistency
+        out.print(f"consistency check ({c.model} telling test from training clips): AUC "
+                  f"{c.auc:.1f} [{c.auc_ci[0]:.1f}, {c.auc_ci[1]:.1f}], "
+                  f"{'passed' if c.passed else 'FAILED'} (threshold {c.threshold:g})")
+    for flag in record.flags:
+        out.print(f"note: {cell(flag)}")
+    if not record.ranked:
+        out.print("this record is not ranked (see the notes above)")
 
 
 def evaluate(

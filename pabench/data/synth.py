@@ -8,6 +8,7 @@ Shapes are rendered from signed distances with one-pixel anti-aliasing for sub-p
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from pabench.data.hub import encode_mp4, write_card, write_meta, write_split
-from pabench.errors import unknown_name
+from pabench.errors import PabenchError, unknown_name
 
 KNOWN_ACTIONS = (
     "walk_left", "walk_right", "jump", "wave", "spin", "approach", "recede", "zigzag",
@@ -191,8 +192,15 @@ def _tri(u: np.ndarray) -> np.ndarray:
     return 2 * np.abs(u - np.floor(u + 0.5))
 
 
-def render_clip(rng: np.random.Generator, action: str, frames: int, size: int) -> SynthClip:
-    """Sample appearance and motion for one clip and render it."""
+GENERATOR_VERSION = 2
+"""v2 places the second person independently of the first; in v1 it stood at a fixed offset
+from the first's mean position, so the gap between them was constant for every action without
+horizontal travel and one frame told walking from the rest."""
+
+
+def render_clip(rng: np.random.Generator, action: str, frames: int, size: int,
+                version: int = GENERATOR_VERSION) -> SynthClip:
+    """Sample appearance and motion for one clip and render it (`version`: the generator's)."""
     t = np.linspace(0.0, 1.0, frames, dtype=np.float32)[:, None, None]
     px = 1.0 / size
     coords = (np.arange(size, dtype=np.float32) + 0.5) / size
@@ -282,9 +290,12 @@ def render_clip(rng: np.random.Generator, action: str, frames: int, size: int) -
             np.maximum(cover, a, out=cover)
         return cover, _aa(head - 0.01 * s, px)
 
-    if attrs["relationship"]:
+    if attrs["relationship"] and version >= 2:
+        side, ox = float(rng.choice([-1.0, 1.0])), float(rng.uniform(0.12, 0.88))
+    elif attrs["relationship"]:
         side = 1.0 if float(np.mean(cx)) < 0.5 else -1.0
         ox = float(np.clip(np.mean(cx) + side * 0.30, 0.12, 0.88))
+    if attrs["relationship"]:
         other = _CLOTHES[rng.integers(len(_CLOTHES))]
         p2, f2 = figure(ox, 0.88, size_base * 0.85, 1.0, 1.35 + side * 0.5, False, False,
                         _HAIR[0], other, other * 0.6, lambda *a: [])
@@ -323,12 +334,47 @@ def clip_rng(seed: int, dataset: str, split: str, index: int) -> np.random.Gener
 
 
 def render_dataset_clip(
-    seed: int, dataset: str, split: str, index: int, preset: Preset
+    seed: int, dataset: str, split: str, index: int, preset: Preset,
+    version: int = GENERATOR_VERSION,
 ) -> SynthClip:
     spec = SYNTH_DATASETS[dataset]
     rng = clip_rng(seed, dataset, split, index)
     action = spec.actions[index % len(spec.actions)]  # balanced classes
-    return render_clip(rng, action, preset.frames, preset.size)
+    return render_clip(rng, action, preset.frames, preset.size, version)
+
+
+@dataclass(frozen=True)
+class TestSeed:
+    """Where pa-synth's test splits come from. Public: the training seed, so anyone can render
+    (and memorise) them. Private: a secret the submitter cannot know (official records, via
+    `PABENCH_TEST_SEED`); records keep only `commitment`, which opening the secret later
+    verifies, and the secret must be long enough that the commitment cannot be brute-forced."""
+
+    secret: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.secret is not None and len(self.secret) < 16:
+            raise PabenchError("private test seed: use at least 16 characters (e.g. `python -c "
+                               "'import secrets; print(secrets.token_hex(16))'`), or the "
+                               "published commitment can be brute-forced")
+
+    @property
+    def private(self) -> bool:
+        return self.secret is not None
+
+    @property
+    def commitment(self) -> str | None:
+        if self.secret is None:
+            return None
+        return hashlib.sha256(f"pabench-test-seed\0{self.secret}".encode()).hexdigest()
+
+    def seed(self, train_seed: int) -> int:
+        if self.secret is None:
+            return train_seed
+        return int.from_bytes(hashlib.sha256(self.secret.encode()).digest()[:8], "big") >> 1
+
+
+PUBLIC_TEST_SEED = TestSeed()
 
 
 SYNTH_CARD = dict(
@@ -361,8 +407,13 @@ SYNTH_CARD = dict(
 def build_synth(
     out: Path, preset: str = "tiny", seed: int = 0, names: tuple[str, ...] | None = None,
     progress: Callable[[str, int, int], None] | None = None, workers: int = 2,
+    version: int = GENERATOR_VERSION, test_seed: TestSeed = PUBLIC_TEST_SEED,
 ) -> dict[str, Path]:
-    """Render and write pa-synth datasets into `out/<dataset>/` (Hub-ready folders)."""
+    """Render and write pa-synth datasets into `out/<dataset>/` (Hub-ready folders); test
+    splits come from `test_seed` (the meta says "private" and never holds the secret)."""
+    if not 1 <= version <= GENERATOR_VERSION:
+        raise PabenchError(f"pa-synth generator version {version}: this pabench renders "
+                           f"versions 1-{GENERATOR_VERSION}")
     from pabench.data.hub import Card, DatasetMeta
     from pabench.runtime import check_writable
 
@@ -379,7 +430,8 @@ def build_synth(
         if root.exists():
             shutil.rmtree(root)
         counts = p.counts[name]
-        tasks = [(seed, name, split, i, preset) for split, n in counts.items() for i in range(n)]
+        tasks = [(test_seed.seed(seed) if split == "test" else seed, name, split, i, preset,
+                  version) for split, n in counts.items() for i in range(n)]
         rows: dict[str, list[dict]] = {split: [] for split in counts}
         with ProcessPoolExecutor(workers) as pool:
             for k, (split, row) in enumerate(
@@ -394,7 +446,8 @@ def build_synth(
             attributes=list(spec.attributes), frame_attributes=spec.frame_labels,
             extra_labels={"scene": list(SCENES), "object": list(OBJECTS)} if spec.extra else {},
             splits=counts, fps=8.0,
-            source={"generator": "pa-synth", "preset": preset, "seed": seed,
+            source={"generator": "pa-synth", "generator_version": version, "preset": preset,
+                    "seed": seed, "test_seed": "private" if test_seed.private else "public",
                     "frames": p.frames, "size": p.size},
         )
         for split in counts:
@@ -421,9 +474,9 @@ def _features(spec: SynthDatasetSpec, frames: int) -> datasets.Features:
 
 
 def _render_and_write(task: tuple) -> tuple[str, dict]:
-    root, seed, name, split, index, preset = task
+    root, seed, name, split, index, preset, version = task
     spec = SYNTH_DATASETS[name]
-    clip = render_dataset_clip(seed, name, split, index, PRESETS[preset])
+    clip = render_dataset_clip(seed, name, split, index, PRESETS[preset], version)
     vid = f"{name}-{split}-{index:05d}"
     rel = f"videos/{split}/{vid}.mp4"
     path = root / rel

@@ -25,7 +25,7 @@ def evaluate(submission: str | Path | Submission, protocol: str | ProtocolSpec =
     return its record; with `output_dir`, also store it there (rank 0 only).
 
     `options` are `EvaluationConfig` fields: benchmark, preset ("auto": standard on a GPU,
-    tiny on CPU), data_dir, device, seed, meta_path, budgets, command."""
+    tiny on CPU), data_dir, device, seed, meta_path, budgets, workers, command, test_seed."""
     config = EvaluationConfig(submission, protocol, **options).resolved()  # type: ignore[arg-type]
     if output_dir is not None:
         check_writable(Path(output_dir))  # fail before hours of training, not after

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from pabench.data.synth import resolve_preset
+from pabench.data.synth import TestSeed, resolve_preset
 from pabench.errors import PabenchError, unknown_name
-from pabench.protocols import PROTOCOLS, ProtocolSpec, protocols_for
+from pabench.protocols import ProtocolSpec, get_protocol, protocols_for
 from pabench.runtime import check_device, is_distributed
 from pabench.submission import DEFAULT_BUDGETS, Budgets, Submission
 
@@ -32,6 +32,9 @@ class EvaluationConfig:
         threads; 0 = one per usable core for pa-synth on a CPU; 1 on a GPU, under torchrun
         (DDP already spreads each model over the ranks) and on real data (each worker holds
         its splits in memory).
+    test_seed: a secret (at least 16 characters) pa-synth's test splits are rendered from, so
+        a submission cannot know them in advance; default `PABENCH_TEST_SEED`, else the
+        public seed. Records keep a commitment to it, never the secret.
     """
 
     submission: str | Path | Submission
@@ -45,12 +48,13 @@ class EvaluationConfig:
     budgets: Budgets = DEFAULT_BUDGETS
     workers: int = 0
     command: str = ""
+    test_seed: str | None = None
 
     @property
     def spec(self) -> ProtocolSpec:
         if isinstance(self.protocol, ProtocolSpec):
             return self.protocol
-        return PROTOCOLS.get(self.protocol)
+        return get_protocol(self.protocol)
 
     def resolved(self) -> EvaluationConfig:
         """Check names and the device, and fix `auto`: everything a run needs, before any work."""
@@ -65,7 +69,13 @@ class EvaluationConfig:
         check_device(self.device)
         if self.workers < 0:
             raise PabenchError(f"--workers {self.workers}: must be 0 (auto) or a positive count")
-        return replace(self, preset=resolve_preset(self.preset, self.device),
+        secret = self.test_seed or os.environ.get("PABENCH_TEST_SEED") or None
+        if secret is not None:
+            if self.benchmark != "pa-synth":
+                raise PabenchError("a private test seed renders pa-synth's test splits; real "
+                                   "benchmarks have fixed test sets (unset PABENCH_TEST_SEED)")
+            TestSeed(secret)  # checks its length before any work
+        return replace(self, preset=resolve_preset(self.preset, self.device), test_seed=secret,
                        data_dir=None if self.data_dir is None else Path(self.data_dir),
                        meta_path=None if self.meta_path is None else Path(self.meta_path))
 
@@ -100,6 +110,6 @@ def expand(submission: str | Path, protocol: str = "known", **options: object
     subs: list[str | Path] = ([f"baseline:{n}" for n in expand_names(text.split(":", 1)[1])]
                               if text.startswith("baseline:") else [submission])
     protocols = ([p.id for p in protocols_for(benchmark)] if protocol == "all"
-                 else [PROTOCOLS.get(protocol).id])
+                 else [get_protocol(protocol)])
     configs = [EvaluationConfig(s, p, **options) for s in subs for p in protocols]  # type: ignore[arg-type]
     return [c.resolved() for c in configs]

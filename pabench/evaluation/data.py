@@ -9,7 +9,13 @@ from pathlib import Path
 from pabench.data.clipset import ClipSet, load_clipset
 from pabench.data.hub import META_FILE
 from pabench.data.registry import BENCHMARKS
-from pabench.data.synth import build_synth, get_preset
+from pabench.data.synth import (
+    GENERATOR_VERSION,
+    PUBLIC_TEST_SEED,
+    TestSeed,
+    build_synth,
+    get_preset,
+)
 from pabench.errors import PabenchError
 from pabench.evaluation.config import EvaluationConfig
 from pabench.protocols import DataRef, ProtocolSpec
@@ -32,6 +38,7 @@ class Run:
     frames: int
     size: int
     progress: Progress | None
+    test_seed: TestSeed = PUBLIC_TEST_SEED
     threads: int = 1  # per model: on a CPU the numbers depend on it, so caches are keyed by it
     timings: dict[str, float] = field(default_factory=dict)
     sets: dict[tuple[str, str], ClipSet] = field(default_factory=dict)
@@ -45,15 +52,27 @@ class Run:
         self.timings[name] = self.timings.get(name, 0) + n
 
 
+def synth_dir(preset: str, data_version: int = GENERATOR_VERSION,
+              test_seed: TestSeed = PUBLIC_TEST_SEED) -> Path:
+    """Where pa-synth lives under PABENCH_HOME: one folder per (generator version, preset,
+    test seed); v1's folder keeps its old name, so v1 records stay reproducible."""
+    name = f"pa-synth-{preset}" if data_version == 1 else f"pa-synth-v{data_version}-{preset}"
+    if test_seed.commitment:
+        name += f"-private-{test_seed.commitment[:16]}"
+    return pabench_home() / "datasets" / name
+
+
 def ensure_data(benchmark: str, preset: str, data_dir: Path | None,
-                progress: Progress | None) -> Path:
+                progress: Progress | None, data_version: int = GENERATOR_VERSION,
+                test_seed: TestSeed = PUBLIC_TEST_SEED) -> Path:
     """pa-synth builds itself on first use; real datasets must have been built by the user."""
     if benchmark == "pa-synth":
         get_preset(preset)
-        root = data_dir or pabench_home() / "datasets" / f"pa-synth-{preset}"
+        root = data_dir or synth_dir(preset, data_version, test_seed)
         missing = tuple(n for n in BENCHMARKS["pa-synth"] if not (root / n / META_FILE).is_file())
         if missing and is_rank0():
-            build_synth(root, preset=preset, names=missing, progress=progress)
+            build_synth(root, preset=preset, names=missing, progress=progress,
+                        version=data_version, test_seed=test_seed)
         barrier()
         return root
     return data_dir or pabench_home() / "datasets"
@@ -63,14 +82,16 @@ def start_run(config: EvaluationConfig, device: str, progress: Progress | None,
               threads: int) -> Run:
     """A run's settings from a resolved config: clip shape from the protocol, else the preset."""
     spec = config.spec
-    root = ensure_data(config.benchmark, config.preset, config.data_dir, progress)
+    test_seed = TestSeed(config.test_seed)
+    root = ensure_data(config.benchmark, config.preset, config.data_dir, progress,
+                       data_version=spec.data_version, test_seed=test_seed)
     native = get_preset(config.preset)
     return Run(
         protocol=spec, benchmark=config.benchmark, preset=config.preset, data_dir=root,
         work_dir=pabench_home() / "runs", device=device,
         seeds=(config.seed,) if config.seed is not None else spec.seeds,
         frames=spec.clip.frames or native.frames, size=spec.clip.size or native.size,
-        progress=progress, threads=threads,
+        progress=progress, test_seed=test_seed, threads=threads,
     )
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
@@ -16,7 +17,12 @@ from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.models import build_model
 from pabench.runtime import atomic_write, digest, is_rank0, rank_world
-from pabench.training import FitSpec, fit, predict
+from pabench.training import FitSpec, Trace, fit, predict
+
+FIT_CODE_VERSION = "fit-v2"
+"""Bumped whenever training code changes results; with the protocol version in every fit key,
+no cache ever serves numbers from other code or another protocol version. The protocol id is
+left out on purpose: protocols sharing a training set and schedule share the model."""
 
 
 @dataclass(frozen=True)
@@ -45,18 +51,26 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     # where it computes moves the numbers too: device type, CPU threads, DDP world size
     where = (torch.device(run.device).type, run.threads if run.device == "cpu" else None,
              rank_world()[1])
-    fit_key = digest("fit-v1", model, task, train.fingerprint, seed, p.schedule.model_dump(),
-                     p.augment, run.frames, run.size, where)[:32]
+    fit_key = digest(FIT_CODE_VERSION, p.version, model, task, train.fingerprint, seed,
+                     p.schedule.model_dump(), p.augment, run.frames, run.size, where)[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
     return FitPlan(spec, y, run.work_dir / "models" / f"{fit_key}.pt",
                    run.work_dir / "predictions" / f"{pred_key}.npz")
 
 
-def cached_prediction(fp: FitPlan) -> tuple[np.ndarray, int] | None:
-    """The cached test predictions and epochs, or None (a corrupt file is removed)."""
+def _traces(text: str) -> list[Trace]:
+    return [Trace(**t) for t in json.loads(text)]
+
+
+def _dump(traces: list[Trace]) -> str:
+    return json.dumps([asdict(t) for t in traces])
+
+
+def cached_prediction(fp: FitPlan) -> tuple[np.ndarray, list[Trace]] | None:
+    """The cached test predictions and training traces, or None (a corrupt file is removed)."""
     try:
         with np.load(fp.pred_path, allow_pickle=False) as cached:
-            return cached["pred"], int(cached["epochs"])
+            return cached["pred"], _traces(str(cached["traces"]))
     except FileNotFoundError:
         return None
     except Exception:  # truncated or foreign: np.load and torch.load raise many types
@@ -65,9 +79,9 @@ def cached_prediction(fp: FitPlan) -> tuple[np.ndarray, int] | None:
 
 
 def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], train: ClipSet,
-                test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, int]:
+                test: ClipSet, seed: int, stage: str) -> tuple[np.ndarray, list[Trace]]:
     """Test predictions of one model trained on `train`'s action or attribute labels (multi-
-    label when they are multi-hot), and the epochs it trained; a re-run or a killed run never
+    label when they are multi-hot), and its training traces; a re-run or a killed run never
     retrains a finished model."""
     fp = plan(run, model, target, train, test, seed, stage)
     if (cached := cached_prediction(fp)) is not None:
@@ -76,26 +90,27 @@ def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], t
         state = torch.load(fp.weights_path, map_location=run.device, weights_only=True)
         net = build_model(model, fp.spec.num_outputs, run.size).to(run.device)
         net.load_state_dict(state["weights"])
-        epochs = int(state["epochs"])
+        traces = _traces(state["traces"])
     except FileNotFoundError:
-        net, epochs = _train(run, fp, train, stage)
+        net, traces = _train(run, fp, train, stage)
     except Exception:  # as in cached_prediction
         fp.weights_path.unlink(missing_ok=True)
-        net, epochs = _train(run, fp, train, stage)
+        net, traces = _train(run, fp, train, stage)
     start = time.perf_counter()
     pred = predict(net, fp.spec, test.videos, clips=run.protocol.clip.test_clips)
     run.tick("compute_predict", start)
-    _save(fp.pred_path, lambda f: np.savez(f, pred=pred, epochs=epochs))
-    return pred, epochs
+    _save(fp.pred_path, lambda f: np.savez(f, pred=pred, traces=np.array(_dump(traces))))
+    return pred, traces
 
 
-def _train(run: Run, fp: FitPlan, train: ClipSet, stage: str) -> tuple[torch.nn.Module, int]:
+def _train(run: Run, fp: FitPlan, train: ClipSet, stage: str
+           ) -> tuple[torch.nn.Module, list[Trace]]:
     start = time.perf_counter()
-    net, epochs = fit(fp.spec, train.videos, fp.labels, progress=run.progress, stage=stage)
+    net, traces = fit(fp.spec, train.videos, fp.labels, progress=run.progress, stage=stage)
     run.tick("compute_train", start)
-    payload = {"weights": net.state_dict(), "epochs": epochs}
+    payload = {"weights": net.state_dict(), "traces": _dump(traces)}
     _save(fp.weights_path, lambda f: torch.save(payload, f))
-    return net, epochs
+    return net, traces
 
 
 def _save(path: Path, save: Callable[[BinaryIO], None]) -> None:

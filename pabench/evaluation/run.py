@@ -11,6 +11,7 @@ import pabench
 from pabench.anonymizers import BuildContext, get_anonymizer
 from pabench.evaluation.anonymize import anonymize
 from pabench.evaluation.config import EvaluationConfig, workers_and_threads
+from pabench.evaluation.consistency import consistency
 from pabench.evaluation.data import load, start_run
 from pabench.evaluation.eligibility import check_eligible
 from pabench.evaluation.parallel import train_side_by_side
@@ -18,7 +19,9 @@ from pabench.evaluation.score import score
 from pabench.evaluation.store import Evaluation, sample_strip
 from pabench.metrics import relative_drop
 from pabench.records import (
+    AttackerResult,
     BenchmarkRef,
+    Metrics,
     ProtocolRef,
     Record,
     RecordMeta,
@@ -41,6 +44,51 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
                 if baseline.training_data is not None else None)
         return from_module(name, baseline.build(ctx), meta)
     return load_submission(Path(text), meta_path, device=ctx.device)
+
+
+def normalised(m: Metrics, raw: Metrics) -> tuple[float | None, tuple[float, float] | None]:
+    """Worst-case cMAP on a chance-to-raw scale (0 = the attributes' base rate, 1 = raw data),
+    with its CI mapped by the same affine map (the raw reference taken as fixed)."""
+    base = m.base_cmap
+    if base is None or raw.privacy_cmap - base < 1e-6:
+        return None, None
+    span = raw.privacy_cmap - base
+
+    def f(x: float) -> float:
+        return (x - base) / span
+
+    return f(m.privacy_cmap), (f(m.privacy_cmap_ci[0]), f(m.privacy_cmap_ci[1]))
+
+
+def strength(floor: float | None, attackers: list[AttackerResult],
+             raw_attackers: list[AttackerResult]) -> list[str]:
+    """Mark each attacker with its raw-data cMAP and whether it is within `floor` points of the
+    strongest architecture there (one far below is not an attacker); flags for the weak."""
+    raw = {a.arch: a.cmap for a in raw_attackers}
+    if not raw:
+        return []
+    best = max(raw.values())
+    flags = []
+    for group in (attackers, raw_attackers) if attackers is not raw_attackers else (attackers,):
+        for a in group:
+            a.raw_cmap = raw.get(a.arch)
+            if floor is not None and a.raw_cmap is not None:
+                a.strong = a.raw_cmap >= best - floor
+    for a in attackers:
+        if a.strong is False:
+            flags.append(f"weak attacker: {a.arch} (raw cMAP {a.raw_cmap:.1f}, "
+                         f"{best - (a.raw_cmap or 0):.1f} below the strongest)")
+    return flags
+
+
+def early_best(max_epochs: int, metrics: Metrics, attackers: list[AttackerResult]) -> list[str]:
+    """Runs whose chosen attempt peaked in the first tenth of the budget even after the retry:
+    they may not have learned, so the record says so."""
+    limit = max(1, max_epochs // 10)
+    runs = [("target", c) for c in metrics.target_curves] + [
+        (a.arch, c) for a in attackers for c in a.curves]
+    return [f"early best: {who} seed {c.seed} peaked at epoch {c.best_epoch} of {c.epochs}"
+            for who, c in runs if c.chosen and c.best_epoch <= limit and c.epochs > limit]
 
 
 def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evaluation:
@@ -74,19 +122,43 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
         t0 = time.perf_counter()
         raw_metrics, raw_attackers = score(run, identity)
         run.tick("raw_reference", t0)
-    metrics.action_drop = relative_drop(raw_metrics.action_top1, metrics.action_top1)
+    spec = run.protocol
+    metrics.action_drop = relative_drop(raw_metrics.action, metrics.action)
     metrics.privacy_drop = relative_drop(raw_metrics.privacy_cmap, metrics.privacy_cmap)
-    raw_metrics = raw_metrics.model_copy(update={"action_drop": 0.0, "privacy_drop": 0.0})
-    p_test = load(run, run.protocol.privacy_test)
+    metrics.privacy_norm, metrics.privacy_norm_ci = normalised(metrics, raw_metrics)
+    raw_metrics = raw_metrics.model_copy(update={
+        "action_drop": 0.0, "privacy_drop": 0.0,
+        "privacy_norm": normalised(raw_metrics, raw_metrics)[0]})
+    flags = strength(spec.strength_floor, attackers, raw_attackers)
+    flags += early_best(spec.schedule.max_epochs, metrics, attackers)
+    overlap = sorted(set(sub.meta.training_data.attackers) & set(spec.attackers))
+    if overlap:
+        flags.append(f"attacker overlap: trained against {', '.join(overlap)}, which also "
+                     "score it here")
+    check = None
+    if spec.consistency_check:
+        t0 = time.perf_counter()
+        p_train = load(run, spec.privacy_train)
+        check = consistency(run, sub.name, anonymize(run, sub, p_train),
+                            anonymize(run, sub, load(run, spec.privacy_test)))
+        run.tick("consistency", t0)
+        if not check.passed:
+            flags.append(f"consistency check failed: a {check.model} tells anonymized test "
+                         f"clips from training clips (AUC {check.auc:.1f} > {check.threshold:g})"
+                         "; not ranked")
+    ranked = spec.role == "ranked" and (check is None or check.passed)
+    p_test = load(run, spec.privacy_test)
     sample = sample_strip(p_test, anonymize(run, sub, p_test))
     run.timings["total"] = time.perf_counter() - started
-    spec = run.protocol
     record = Record(
         pabench={"version": pabench.__version__, "git": git_revision()},
         protocol=ProtocolRef(id=spec.id, version=spec.version),
         benchmark=BenchmarkRef(
             name=config.benchmark, preset=config.preset if config.benchmark == "pa-synth" else "-",
             fingerprints={f"{d}/{s}": c.fingerprint for (d, s), c in run.sets.items()},
+            generator_version=spec.data_version if config.benchmark == "pa-synth" else None,
+            test_seed="private" if run.test_seed.private else "public",
+            test_seed_commitment=run.test_seed.commitment,
         ),
         submission=SubmissionInfo(
             name=sub.name, sha256=sub.sha256, format=sub.format, params=report.params,
@@ -99,6 +171,7 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
         metrics=metrics, attackers=attackers, raw=raw_metrics, raw_attackers=raw_attackers,
         seeds=list(run.seeds), hardware=hardware_info(device, threads, workers),
         timings={k: round(v, 3) for k, v in run.timings.items()},
+        consistency=check, ranked=ranked, flags=flags,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         command=config.command or (f"pabench.evaluate({str(config.submission)!r}, "
                                    f"protocol={spec.id!r})"),

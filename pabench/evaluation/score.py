@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -12,9 +11,18 @@ from pabench.errors import PabenchError
 from pabench.evaluation.anonymize import anonymize
 from pabench.evaluation.data import Run, load, view
 from pabench.evaluation.fit import align_attributes, fit_predict
-from pabench.metrics import action_score, bootstrap_ci, privacy_scores, video_scores
-from pabench.records import AttackerResult, Metrics
+from pabench.metrics import (
+    action_score,
+    base_rate_cmap,
+    cmap_fixed,
+    percentile_ci,
+    privacy_scores,
+    scorable,
+    video_scores,
+)
+from pabench.records import AttackerResult, Curve, Metrics
 from pabench.submission import Submission
+from pabench.training import Trace
 
 BOOTSTRAP_RESAMPLES = 300
 
@@ -39,58 +47,81 @@ def sides(run: Run, sub: Submission) -> Sides:
     return Sides(an["a_train"], an["a_test"], attack_train, an["p_test"])
 
 
+def curves(traces: list[Trace]) -> list[Curve]:
+    return [Curve(**asdict(t)) for t in traces]
+
+
 def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult]]:
-    """Train and test the target and every attacker on `sub`'s anonymized data."""
+    """Train and test the target and every attacker (every seed) on `sub`'s anonymized data.
+    Privacy is scored on the attributes with both classes in the full test set, fixed for every
+    bootstrap draw; the CIs resample test videos and seeds together, with the max over
+    attackers taken inside each draw."""
     s = sides(run, sub)
     labels = _action_labels(run, s)
-    per_seed_action, target_epochs = [], 0
+    clip_preds, target_curves = [], []
     for seed in run.seeds:
-        pred, epochs = fit_predict(run, run.protocol.target, "action", s.action_train,
+        pred, traces = fit_predict(run, run.protocol.target, "action", s.action_train,
                                    s.action_test, seed,
                                    f"{sub.name}: target {run.protocol.target} (seed {seed})")
-        per_seed_action.append(pred)
-        target_epochs = max(target_epochs, epochs)
-    attackers, attacker_preds = _attack(run, sub, s)
-    names = list(s.privacy_test.attribute_names)
+        clip_preds.append(pred if pred.ndim == 3 else pred[:, None])
+        target_curves += curves(traces)
+    action_preds = [video_scores(pr) for pr in clip_preds]
     y_priv = s.privacy_test.attributes
     assert y_priv is not None
+    names = list(s.privacy_test.attribute_names)
+    keep = scorable(y_priv)
+    fixed = [a for a, k in zip(names, keep, strict=True) if k]
+    if not fixed:
+        raise PabenchError(f"{run.protocol.privacy_test}: no attribute has both classes among "
+                           "the test videos, so privacy cannot be scored")
+    attackers, attacker_preds = _attack(run, sub, s, keep)
+    y_fixed = y_priv[:, keep]
     action_names = list(s.action_test.action_classes)
     worst = max(attackers, key=lambda a: a.cmap)
     worst_f1 = max(attackers, key=lambda a: a.f1)
-
-    def action_stat(idx: np.ndarray) -> float:
-        return float(np.mean([action_score(video_scores(pr[idx]), labels[idx], action_names)
-                              for pr in per_seed_action]))
-
-    def clip_action(pr: np.ndarray) -> float:
-        """Every clip scored on its own, against its video's labels."""
-        k = pr.shape[1]
-        return action_score(pr.reshape(-1, pr.shape[-1]), np.repeat(labels, k, axis=0),
-                            action_names)
-
-    def privacy_stat(arch: str, metric: str) -> Callable[[np.ndarray], float]:
-        def stat(idx: np.ndarray) -> float:
-            return float(np.mean([getattr(privacy_scores(pr[idx], y_priv[idx], names), metric)
-                                  for pr in attacker_preds[arch]]))
-        return stat
-
-    n_a, n_p = len(labels), len(y_priv)
+    per_seed = [action_score(pr, labels, action_names) for pr in action_preds]
+    action_ci, cmap_ci, f1_ci = _joint_ci(action_preds, labels, action_names, attacker_preds,
+                                          y_fixed)
+    clip = float(np.mean([_clip_action(pr, labels, action_names) for pr in clip_preds]))
     metrics = Metrics(
-        action_top1=action_stat(np.arange(n_a)),
-        action_top1_ci=bootstrap_ci(action_stat, n_a, BOOTSTRAP_RESAMPLES),
-        action_top1_clip=float(np.mean([clip_action(pr) for pr in per_seed_action])),
+        action=float(np.mean(per_seed)), action_ci=action_ci, action_clip=clip,
         action_metric="cmap" if labels.ndim == 2 else "top1",
-        privacy_cmap=worst.cmap,
-        privacy_cmap_ci=bootstrap_ci(privacy_stat(worst.arch, "cmap"), n_p, BOOTSTRAP_RESAMPLES),
-        privacy_f1=worst_f1.f1,
-        privacy_f1_ci=bootstrap_ci(privacy_stat(worst_f1.arch, "f1"), n_p, BOOTSTRAP_RESAMPLES),
+        action_chance=(base_rate_cmap(labels) if labels.ndim == 2
+                       else 100.0 / len(action_names)),
+        action_per_seed=per_seed,
+        privacy_cmap=worst.cmap, privacy_cmap_ci=cmap_ci,
+        privacy_f1=worst_f1.f1, privacy_f1_ci=f1_ci,
         privacy_cmap_mean=float(np.mean([a.cmap for a in attackers])),
         privacy_f1_mean=float(np.mean([a.f1 for a in attackers])),
-        worst_attacker=worst.arch,
-        excluded_attributes=[a for a in names if a not in worst.per_attribute],
-        target_epochs=target_epochs,
+        worst_attacker=worst.arch, base_cmap=base_rate_cmap(y_fixed),
+        attributes=fixed, excluded_attributes=[a for a in names if a not in fixed],
+        target_epochs=max(c.epochs for c in target_curves if c.chosen),
+        target_curves=target_curves, ci_method="videos+seeds, max inside",
     )
     return metrics, attackers
+
+
+def _joint_ci(action_preds: list[np.ndarray], labels: np.ndarray, action_names: list[str],
+              attacker_preds: dict[str, list[np.ndarray]], y_fixed: np.ndarray
+              ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
+    """One bootstrap for all three intervals: each draw resamples both test sets' videos and,
+    per model, its seeds; privacy is the worst attacker *of that draw*."""
+    rng = np.random.default_rng(0)
+    n_a, n_p = len(labels), len(y_fixed)
+    draws = np.full((BOOTSTRAP_RESAMPLES, 3), np.nan)
+    for b in range(BOOTSTRAP_RESAMPLES):
+        ia, ip = rng.integers(0, n_a, n_a), rng.integers(0, n_p, n_p)
+        ks = rng.integers(0, len(action_preds), len(action_preds))
+        draws[b, 0] = np.mean([action_score(action_preds[k][ia], labels[ia], action_names)
+                               for k in ks])
+        worst = np.full(2, -np.inf)
+        for preds in attacker_preds.values():
+            ks = rng.integers(0, len(preds), len(preds))
+            per = {k: cmap_fixed(preds[k][ip], y_fixed[ip]) for k in set(ks.tolist())}
+            worst = np.maximum(worst, np.mean([per[k] for k in ks], axis=0))
+        draws[b, 1:] = worst
+    return (percentile_ci(draws[:, 0]), percentile_ci(draws[:, 1]),
+            percentile_ci(draws[:, 2]))
 
 
 def _action_labels(run: Run, s: Sides) -> np.ndarray:
@@ -106,28 +137,38 @@ def _action_labels(run: Run, s: Sides) -> np.ndarray:
     return labels
 
 
-def _attack(run: Run, sub: Submission, s: Sides
+def _clip_action(pr: np.ndarray, labels: np.ndarray, names: list[str]) -> float:
+    """Every clip [N, K, C] scored on its own, against its video's labels."""
+    k = pr.shape[1]
+    return action_score(pr.reshape(-1, pr.shape[-1]), np.repeat(labels, k, axis=0), names)
+
+
+def _attack(run: Run, sub: Submission, s: Sides, keep: np.ndarray
             ) -> tuple[list[AttackerResult], dict[str, list[np.ndarray]]]:
-    """Every attacker architecture, per seed, mapped to the test attributes."""
+    """Every attacker architecture, per seed, mapped to the test attributes and restricted to
+    the scored ones (`keep`)."""
     to_test = align_attributes(s.attack_train, s.privacy_test)
-    names = list(s.privacy_test.attribute_names)
+    names = [a for a, k in zip(s.privacy_test.attribute_names, keep, strict=True) if k]
     y_priv = s.privacy_test.attributes
     assert y_priv is not None
+    y = y_priv[:, keep]
     results, all_preds = [], {}
     for arch in run.protocol.attackers:
-        preds, epochs_used = [], 0
+        preds, arch_curves = [], []
         for seed in run.seeds:
-            pred, epochs = fit_predict(run, arch, "attributes", s.attack_train, s.privacy_test,
-                                       seed, f"{sub.name}: attacker {arch} (seed {seed})")
-            preds.append(to_test(pred if pred.ndim == 2 else video_scores(pred)))
-            epochs_used = max(epochs_used, epochs)
-        scores = [privacy_scores(pr, y_priv, names) for pr in preds]
+            pred, traces = fit_predict(run, arch, "attributes", s.attack_train,
+                                       s.privacy_test, seed,
+                                       f"{sub.name}: attacker {arch} (seed {seed})")
+            preds.append(to_test(pred if pred.ndim == 2 else video_scores(pred))[:, keep])
+            arch_curves += curves(traces)
+        scores = [privacy_scores(pr, y, names) for pr in preds]
         per_attr = {a: {m: float(np.mean([sc.per_attribute[a][m] for sc in scores]))
-                        for m in ("ap", "f1")} for a in scores[0].per_attribute}
+                        for m in ("ap", "f1")} for a in names}
         results.append(AttackerResult(
             arch=arch, cmap=float(np.mean([sc.cmap for sc in scores])),
             f1=float(np.mean([sc.f1 for sc in scores])), per_attribute=per_attr,
-            epochs=epochs_used,
+            epochs=max(c.epochs for c in arch_curves if c.chosen),
+            cmap_per_seed=[sc.cmap for sc in scores], curves=arch_curves,
         ))
         all_preds[arch] = preds
     return results, all_preds

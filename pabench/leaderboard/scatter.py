@@ -1,7 +1,9 @@
 """Geometry of the privacy-vs-action trade-off plot, computed here so the SVG needs no script.
 
-As in the papers' figures: x = worst-case privacy cMAP (left is more private), y = action top-1
-(up is more useful), dashed lines at the raw-data reference.
+As in the papers' figures: x = worst-case privacy cMAP (left is more private), y = action score
+(up is more useful), dashed lines at the raw-data reference, and a dotted line at the
+attributes' base rate: the privacy an attacker that learned nothing gets, so no anonymizer can
+usefully score left of it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Point:
     tooltip: str
     pareto: bool
     reference: bool
+    control: bool = False
     label_x: float = 0.0
     label_y: float = 0.0
     anchor: str = "start"
@@ -63,24 +66,25 @@ class Scatter:
     ref_x: float | None
     ref_y: float | None
     action_metric: str = "top-1"
+    base_x: float | None = None  # privacy at chance
 
 
-def _nice_step(span: float, target: int = 5) -> float:
+def nice_step(span: float, target: int = 5) -> float:
     raw = span / target
     mag = 10 ** math.floor(math.log10(raw))
     return next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
 
 
-def _axis(values: list[float]) -> tuple[float, float, float]:
+def axis_range(values: list[float]) -> tuple[float, float, float]:
     """Round (lo, hi) out to tick multiples, clamped to the 0-100 percentage range."""
     lo, hi = min(values), max(values)
     pad = max((hi - lo) * 0.08, 1.0)
     lo, hi = max(lo - pad, 0.0), min(hi + pad, 100.0)
-    step = _nice_step(hi - lo)
+    step = nice_step(hi - lo)
     return math.floor(lo / step) * step, math.ceil(hi / step) * step, step
 
 
-def _ticks(
+def axis_ticks(
     lo: float, hi: float, step: float, to_px: Callable[[float], float]
 ) -> list[Tick]:
     n = round((hi - lo) / step)
@@ -123,15 +127,17 @@ def _place_labels(points: list[Point], bounds: Box, obstacles: list[Box]) -> lis
 
 
 def scatter(table: Table) -> Scatter:
-    """Lay out one table's entries; CIs become whiskers, the Pareto front a line."""
-    ref, metric = table.reference, table.action_metric
-    xs = [v for e in table.entries for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
-    ys = [v for e in table.entries for v in e.m.action_top1_ci + (e.m.action_top1,)]
+    """Lay out the table's shown entries; CIs become whiskers, the Pareto front a line."""
+    ref, metric, base = table.reference, table.action_metric, table.base_cmap
+    xs = [v for e in table.shown for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
+    ys = [v for e in table.shown for v in e.m.action_ci + (e.m.action,)]
     if ref is not None:
         xs.append(ref.privacy_cmap)
-        ys.append(ref.action_top1)
-    x_lo, x_hi, x_step = _axis(xs)
-    y_lo, y_hi, y_step = _axis(ys)
+        ys.append(ref.action)
+    if base is not None:
+        xs.append(base)
+    x_lo, x_hi, x_step = axis_range(xs)
+    y_lo, y_hi, y_step = axis_range(ys)
     right, bottom = WIDTH - RIGHT, HEIGHT - BOTTOM
 
     def px(v: float) -> float:
@@ -141,28 +147,31 @@ def scatter(table: Table) -> Scatter:
         return round(bottom - (v - y_lo) / (y_hi - y_lo) * (bottom - TOP), 1)
 
     points = []
-    for e in table.entries:
+    for e in table.shown:
         m = e.m
         label = e.name if len(e.name) <= LABEL_CHARS else e.name[: LABEL_CHARS - 1] + "…"
         x = px(m.privacy_cmap)
         points.append(Point(
-            x=x, y=py(m.action_top1),
+            x=x, y=py(m.action),
             x_lo=px(m.privacy_cmap_ci[0]), x_hi=px(m.privacy_cmap_ci[1]),
-            y_lo=py(m.action_top1_ci[0]), y_hi=py(m.action_top1_ci[1]),
+            y_lo=py(m.action_ci[0]), y_hi=py(m.action_ci[1]),
             name=e.name, label=label,
-            tooltip=f"{e.name}: action {metric} {m.action_top1:.1f}, "
-            f"privacy cMAP {m.privacy_cmap:.1f}",
-            pareto=e.pareto, reference=e.is_reference,
+            tooltip=f"{e.name}{' (lossless control)' if e.is_control else ''}: action "
+            f"{metric} {m.action:.1f}, privacy cMAP {m.privacy_cmap:.1f}",
+            pareto=e.pareto, reference=e.is_reference, control=e.is_control,
         ))
-    # the "raw" tag the template writes at the right end of the reference line
-    raw_tag = ([(right - 4 - 3 * CHAR_PX, py(ref.action_top1) - 5 - LABEL_PX, right - 4,
-                 py(ref.action_top1) - 2)] if ref is not None else [])
-    points = _place_labels(points, (LEFT + 2, 2, right - 2, bottom - 2), raw_tag)
+    # the "raw" and "chance" tags the template writes beside the reference and base lines
+    tags = ([(right - 4 - 3 * CHAR_PX, py(ref.action) - 5 - LABEL_PX, right - 4,
+              py(ref.action) - 2)] if ref is not None else [])
+    if base is not None:
+        tags.append((px(base) + 3, TOP + 2, px(base) + 5 + 6 * CHAR_PX, TOP + 4 + LABEL_PX))
+    points = _place_labels(points, (LEFT + 2, 2, right - 2, bottom - 2), tags)
     front = sorted((p for p in points if p.pareto), key=lambda p: p.x)
     return Scatter(
         width=WIDTH, height=HEIGHT, left=LEFT, right=right, top=TOP, bottom=bottom,
-        x_ticks=_ticks(x_lo, x_hi, x_step, px), y_ticks=_ticks(y_lo, y_hi, y_step, py),
+        x_ticks=axis_ticks(x_lo, x_hi, x_step, px), y_ticks=axis_ticks(y_lo, y_hi, y_step, py),
         points=points, front=" ".join(f"{p.x},{p.y}" for p in front),
         ref_x=px(ref.privacy_cmap) if ref else None,
-        ref_y=py(ref.action_top1) if ref else None, action_metric=metric,
+        ref_y=py(ref.action) if ref else None, action_metric=metric,
+        base_x=px(base) if base is not None else None,
     )

@@ -24,6 +24,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pabench import __version__
 from pabench.errors import PabenchError
+from pabench.leaderboard.curves import curve_plots
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
 from pabench.leaderboard.tables import Entry, Table, build_tables, load_records, sample_files
@@ -36,10 +37,11 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 ROW_COLUMNS = [
     "entry", "table", "benchmark", "preset", "protocol", "protocol_version", "status",
-    "reference", "pareto_optimal", "action_top1", "action_top1_ci_lo", "action_top1_ci_hi",
-    "action_drop", "privacy_cmap", "privacy_cmap_ci_lo", "privacy_cmap_ci_hi", "privacy_drop",
-    "privacy_f1", "privacy_f1_ci_lo", "privacy_f1_ci_hi", "worst_attacker", "params", "flops",
-    "sha256", "created", "record",
+    "listing", "rank_lo", "rank_hi", "flags", "test_seed", "reference", "pareto_optimal",
+    "action_metric", "action", "action_ci_lo", "action_ci_hi", "action_drop", "privacy_cmap",
+    "privacy_cmap_ci_lo", "privacy_cmap_ci_hi", "privacy_norm", "privacy_norm_ci_lo",
+    "privacy_norm_ci_hi", "base_cmap", "privacy_drop", "privacy_f1", "privacy_f1_ci_lo",
+    "privacy_f1_ci_hi", "worst_attacker", "params", "flops", "sha256", "created", "record",
 ]
 REPORTED_COLUMNS = [
     "source", "table", "protocol", "setting", "action_dataset", "privacy_dataset", "method",
@@ -185,9 +187,10 @@ def _table_meta(table: Table) -> dict[str, object]:
     return {
         "table": table.id, "benchmark": table.benchmark, "preset": table.preset,
         "protocol": table.protocol, "protocol_version": table.version,
+        "listing": table.listing, "base_cmap": table.base_cmap,
         "raw_reference": None if ref is None else {
-            "action_top1": ref.action_top1, "privacy_cmap": ref.privacy_cmap,
-            "privacy_f1": ref.privacy_f1,
+            "action": ref.action, "action_metric": ref.action_metric,
+            "privacy_cmap": ref.privacy_cmap, "privacy_f1": ref.privacy_f1,
         },
     }
 
@@ -239,7 +242,7 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
         root = "../" * path.count("/") or "./"
         site.text(path, env.get_template(template).render(root=root, version=__version__, **ctx))
 
-    plots = {t.id: scatter(t) for t in tables}
+    plots = {t.id: scatter(t) for t in tables if t.shown}
     for t in tables:
         site.table_data(t.id, _table_meta(t), t.rows(), ROW_COLUMNS)
         for e in t.entries:
@@ -251,7 +254,7 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
             render(
                 "entry.html.j2", f"entries/{e.id}.html", table=t, entry=e,
                 samples=copied, attribute_rows=_attribute_rows(e), training=_declared(meta),
-                credits=_credits(meta), paper_url=meta.paper_url,
+                credits=_credits(meta), paper_url=meta.paper_url, curves=curve_plots(e.record),
             )
     for g in groups:
         meta = {
@@ -270,15 +273,19 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
         )
     render("protocols.html.j2", "protocols.html", specs=specs, tables=tables)
     render("reported.html.j2", "reported.html", sources=by_source(groups))
+    listed = {kind: [t for t in tables if t.listing == kind]
+              for kind in ("ranked", "diagnostic", "archived")}
+    render("archive.html.j2", "archive.html", tables=listed["archived"], plots=plots)
     render(
-        "index.html.j2", "index.html", tables=tables, plots=plots, sources=by_source(groups),
-        n_entries=sum(len(t.entries) for t in tables),
+        "index.html.j2", "index.html", ranked=listed["ranked"],
+        diagnostic=listed["diagnostic"], archived=listed["archived"], plots=plots,
+        sources=by_source(groups),
     )
     site.text(MARKER, "built by `pabench leaderboard build`; rebuilt from scratch\n")
 
 
 def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
-    """Build index, entry, protocol and reported pages plus JSON/CSV downloads into `out`.
+    """Build index, archive, entry, protocol and reported pages plus JSON/CSV downloads.
 
     Every input is read and checked first, the site is rendered into a fresh sibling folder,
     and only a finished build replaces `out`: a bad record, a full disk or a crash leaves the

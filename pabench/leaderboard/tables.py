@@ -1,9 +1,11 @@
 """Verified results as leaderboard tables: one per benchmark x preset x protocol id x version.
 
 Records of different protocol versions measure different things, so they never share a table
-(and so never share a rank or a Pareto front). Table and entry ids are the records' own
-`table_id` / `entry_id`: unambiguous by construction, so no two tables or entries share a page
-or a download.
+(and so never share a rank or a Pareto front). Only tables of a protocol's current version and
+of a ranked role rank their entries; older versions are archived, diagnostic protocols shown
+apart, and records marked `ranked: false` listed below their table with the reasons. Table and
+entry ids are the records' own `table_id` / `entry_id`: unambiguous by construction, so no two
+tables or entries share a page or a download.
 """
 
 from __future__ import annotations
@@ -11,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from pabench.errors import PabenchError
-from pabench.protocols import PROTOCOLS
+from pabench.protocols import LEGACY, PROTOCOLS, ProtocolSpec
 from pabench.records import AttackerResult, Metrics, Record, read_record
 
 REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured against
+LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
+"""Baselines that keep every bit of the video: where they leak less than identity, the gap is
+the attackers' distribution shift, not privacy."""
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MAX_SAMPLE_BYTES = 16 * 1024 * 1024
 
@@ -28,6 +34,7 @@ class Entry:
     record: Record
     path: Path
     pareto: bool = False
+    rank: tuple[int, int] | None = None  # privacy tie group, in ranked tables only
 
     @property
     def id(self) -> str:
@@ -49,29 +56,62 @@ class Entry:
         s = self.record.submission
         return s.name == REFERENCE_NAME and s.format == "baseline"
 
+    @property
+    def is_control(self) -> bool:
+        """A lossless control baseline (pabench's own, as for the reference)."""
+        s = self.record.submission
+        return s.name in LOSSLESS_CONTROLS and s.format == "baseline"
+
+    @property
+    def rank_text(self) -> str:
+        """"3", or "2–4" for a tie group; empty when the entry is not ranked."""
+        if self.rank is None:
+            return ""
+        lo, hi = self.rank
+        return str(lo) if lo == hi else f"{lo}–{hi}"
+
     def raw_attacker(self, arch: str) -> AttackerResult | None:
         return next((a for a in self.record.raw_attackers if a.arch == arch), None)
 
-    def row(self, table_id: str) -> dict[str, object]:
+    def raw_cmap(self, attacker: AttackerResult) -> float | None:
+        """The same architecture on raw data: recorded with the attacker since v3, before
+        that taken from the record's raw run."""
+        if attacker.raw_cmap is not None:
+            return attacker.raw_cmap
+        raw = self.raw_attacker(attacker.arch)
+        return raw.cmap if raw else None
+
+    def row(self, table: Table) -> dict[str, object]:
         """The flat row published in the table's CSV/JSON download."""
-        m, s = self.m, self.record.submission
+        m, s, rec = self.m, self.record.submission, self.record
+        norm_ci = m.privacy_norm_ci or (None, None)
         return {
             "entry": s.name,
-            "table": table_id,
-            "benchmark": self.record.benchmark.name,
-            "preset": self.record.benchmark.preset,
-            "protocol": self.record.protocol.id,
-            "protocol_version": self.record.protocol.version,
+            "table": table.id,
+            "benchmark": rec.benchmark.name,
+            "preset": rec.benchmark.preset,
+            "protocol": rec.protocol.id,
+            "protocol_version": rec.protocol.version,
             "status": "verified",
+            "listing": table.listing_of(self),
+            "rank_lo": self.rank[0] if self.rank else None,
+            "rank_hi": self.rank[1] if self.rank else None,
+            "flags": "; ".join(rec.flags),
+            "test_seed": rec.benchmark.test_seed,
             "reference": self.is_reference,
             "pareto_optimal": self.pareto,
-            "action_top1": m.action_top1,
-            "action_top1_ci_lo": m.action_top1_ci[0],
-            "action_top1_ci_hi": m.action_top1_ci[1],
+            "action_metric": m.action_metric,
+            "action": m.action,
+            "action_ci_lo": m.action_ci[0],
+            "action_ci_hi": m.action_ci[1],
             "action_drop": m.action_drop,
             "privacy_cmap": m.privacy_cmap,
             "privacy_cmap_ci_lo": m.privacy_cmap_ci[0],
             "privacy_cmap_ci_hi": m.privacy_cmap_ci[1],
+            "privacy_norm": m.privacy_norm,
+            "privacy_norm_ci_lo": norm_ci[0],
+            "privacy_norm_ci_hi": norm_ci[1],
+            "base_cmap": m.base_cmap,
             "privacy_drop": m.privacy_drop,
             "privacy_f1": m.privacy_f1,
             "privacy_f1_ci_lo": m.privacy_f1_ci[0],
@@ -80,14 +120,17 @@ class Entry:
             "params": s.params,
             "flops": s.flops,
             "sha256": s.sha256,
-            "created": self.record.created,
+            "created": rec.created,
             "record": self.path.name,
         }
 
 
+Listing = Literal["ranked", "diagnostic", "archived"]
+
+
 @dataclass
 class Table:
-    """Entries that may be ranked against each other."""
+    """Records of one benchmark, preset, protocol and protocol version."""
 
     id: str  # the records' `table_id`
     benchmark: str
@@ -104,6 +147,41 @@ class Table:
     def current(self) -> bool:
         """Whether this table's protocol version is the one in the registry today."""
         return self.known_protocol and PROTOCOLS.get(self.protocol).version == self.version
+
+    @property
+    def spec(self) -> ProtocolSpec | None:
+        """The spec that wrote these records: the registry's, a legacy one, or unknown."""
+        if self.current:
+            return PROTOCOLS.get(self.protocol)
+        return LEGACY.get((self.protocol, self.version))
+
+    @property
+    def listing(self) -> Listing:
+        """Where the site shows this table: only a current, ranked-role protocol ranks; any
+        other version (or a protocol this pabench does not know) is archived."""
+        if not self.current:
+            return "archived"
+        return "diagnostic" if PROTOCOLS.get(self.protocol).role == "diagnostic" else "ranked"
+
+    @property
+    def shown(self) -> list[Entry]:
+        """The rows of the table proper (and of its plot): in a ranked table, ranked records."""
+        return [e for e in self.entries if self.listing != "ranked" or e.record.ranked]
+
+    @property
+    def unranked(self) -> list[Entry]:
+        """Records of a ranked table that must not be ranked, listed below it with flags."""
+        return [e for e in self.entries if self.listing == "ranked" and not e.record.ranked]
+
+    def listing_of(self, entry: Entry) -> str:
+        """The entry's place on the site: its table's listing, or "unranked" below it."""
+        unranked = self.listing == "ranked" and not entry.record.ranked
+        return "unranked" if unranked else self.listing
+
+    @property
+    def base_cmap(self) -> float | None:
+        """Privacy at chance (the attributes' base-rate cMAP), when the records carry it."""
+        return next((e.m.base_cmap for e in self.entries if e.m.base_cmap is not None), None)
 
     @property
     def novel(self) -> bool:
@@ -128,11 +206,11 @@ class Table:
         return next((e.record.raw for e in self.entries if e.record.raw is not None), None)
 
     def rows(self) -> list[dict[str, object]]:
-        return [e.row(self.id) for e in self.entries]
+        return [e.row(self) for e in self.entries]
 
 
 def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
-    """(action top-1, privacy cMAP) -> optimal? Higher action and lower privacy are better.
+    """(action, privacy cMAP) -> optimal? Higher action and lower privacy are better.
 
     A point is dominated by one at least as good on both axes and better on one (ties are not
     dominated). One sweep from the best action down, O(n log n): thousands of entries are fine.
@@ -153,6 +231,20 @@ def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
         best_above = min(best_above, lowest)
         i = j
     return flags
+
+
+def tie_ranks(scores: list[float], cis: list[tuple[float, float]]) -> list[tuple[int, int]]:
+    """Rank ranges for lower-is-better scores: an entry ranks from the best to the worst
+    position of the entries whose CIs overlap its own (equal scores tie too), so entries the
+    bootstrap cannot tell apart share a range instead of an order that noise decides."""
+    ranks = []
+    for i, (lo, hi) in enumerate(cis):
+        group = [j for j, (lo2, hi2) in enumerate(cis)
+                 if j == i or scores[j] == scores[i] or (lo2 <= hi and lo <= hi2)]
+        best = min(scores[j] for j in group)
+        worst = max(scores[j] for j in group)
+        ranks.append((1 + sum(s < best for s in scores), sum(s <= worst for s in scores)))
+    return ranks
 
 
 def load_records(results: Path) -> list[tuple[Path, Record]]:
@@ -195,7 +287,8 @@ def sample_files(path: Path, record: Record) -> list[Path]:
 
 
 def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
-    """Group records into tables, mark the Pareto front, order rows by action top-1.
+    """Group records into tables; in ranked tables mark the Pareto front and the privacy tie
+    groups of the ranked records. Rows are ordered by worst-case privacy cMAP, best first.
 
     Two records of one entry (the same name, ignoring case: case-insensitive file systems
     would give them one page) are refused, naming both files."""
@@ -212,10 +305,15 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
             )
         table.entries.append(Entry(record=rec, path=path))
     for table in tables.values():
-        flags = pareto_flags([(e.m.action_top1, e.m.privacy_cmap) for e in table.entries])
-        for e, flag in zip(table.entries, flags, strict=True):
-            e.pareto = flag
-        table.entries.sort(key=lambda e: (-e.m.action_top1, e.m.privacy_cmap, e.name))
+        table.entries.sort(key=lambda e: (e.m.privacy_cmap, -e.m.action, e.name))
+        if table.listing != "ranked":
+            continue
+        ranked = table.shown
+        flags = pareto_flags([(e.m.action, e.m.privacy_cmap) for e in ranked])
+        ranks = tie_ranks([e.m.privacy_cmap for e in ranked],
+                          [e.m.privacy_cmap_ci for e in ranked])
+        for e, flag, rank in zip(ranked, flags, ranks, strict=True):
+            e.pareto, e.rank = flag, rank
     order = {name: i for i, name in enumerate(PROTOCOLS.names())}
     return sorted(
         tables.values(),

@@ -42,11 +42,12 @@ def _block3d(cin: int, cout: int, stride: tuple[int, int, int]) -> nn.Sequential
 class Tiny3D(nn.Module):
     """Four 3D conv blocks on the clip minus its temporal mean: removing the static appearance
     first makes motion learnable in a few epochs on CPU (10 epochs without it barely beat
-    chance on pa-synth tiny)."""
+    chance on pa-synth tiny). `motion_only=False` keeps appearance: the video attacker."""
 
-    def __init__(self, num_classes: int, width: int = 16) -> None:
+    def __init__(self, num_classes: int, width: int = 16, motion_only: bool = True) -> None:
         super().__init__()
         w = width
+        self.motion_only = motion_only
         self.features = nn.Sequential(
             _block3d(3, w, (1, 2, 2)), _block3d(w, 2 * w, (1, 1, 1)),
             _block3d(2 * w, 4 * w, (2, 2, 2)), _block3d(4 * w, 4 * w, (2, 2, 2)),
@@ -55,7 +56,31 @@ class Tiny3D(nn.Module):
                                   nn.Linear(4 * w, num_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x - x.mean(dim=2, keepdim=True)))
+        return self.head(self.features(x - x.mean(dim=2, keepdim=True) if self.motion_only
+                                       else x))
+
+
+class TinyR2Plus1D(nn.Module):
+    """Factorised (2+1)D blocks: a spatial 1x3x3 conv then a temporal 3x1x1 conv, on the whole
+    clip (appearance kept): a video attacker of another inductive bias than tiny-c3d."""
+
+    def __init__(self, num_classes: int, width: int = 24) -> None:
+        super().__init__()
+        w = width
+        layers: list[nn.Module] = []
+        for cin, cout, stride in ((3, w, (1, 2, 2)), (w, 2 * w, (1, 1, 1)),
+                                  (2 * w, 4 * w, (2, 2, 2)), (4 * w, 4 * w, (2, 2, 2))):
+            layers += [nn.Conv3d(cin, cout, (1, 3, 3), (1, *stride[1:]), (0, 1, 1), bias=False),
+                       nn.BatchNorm3d(cout), nn.ReLU(inplace=True),
+                       nn.Conv3d(cout, cout, (3, 1, 1), (stride[0], 1, 1), (1, 0, 0),
+                                 bias=False),
+                       nn.BatchNorm3d(cout), nn.ReLU(inplace=True)]
+        self.features = nn.Sequential(*layers)
+        self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(),
+                                  nn.Linear(4 * w, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x))
 
 
 def _block2d(cin: int, cout: int, stride: int) -> nn.Sequential:
@@ -155,6 +180,11 @@ def _vit(n: int, size: int) -> nn.Module:
 for _name, _kind, _desc, _build in [
     ("tiny3d", "video", "4-block 3D CNN, width 16 (pa-synth target)",
      lambda n, s: Tiny3D(n)),
+    ("tiny-c3d", "video", "4-block 3D CNN, width 24, on the whole clip (pa-synth video "
+     "attacker: sees appearance and how it changes across frames)",
+     lambda n, s: Tiny3D(n, 24, motion_only=False)),
+    ("tiny-r2plus1d", "video", "4 factorised (2+1)D blocks, width 24, on the whole clip "
+     "(unseen pa-synth video attacker)", lambda n, s: TinyR2Plus1D(n)),
     ("tiny2d", "frame", "4-block 2D CNN, width 16 (pa-synth attacker)", lambda n, s: Tiny2D(n)),
     ("tiny2d-wide", "frame", "4-block 2D CNN, width 48 (unseen attacker)",
      lambda n, s: Tiny2D(n, 48)),

@@ -6,10 +6,12 @@ augmentation) bumps `version`; records of different versions are never ranked to
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pabench.errors import PabenchError
 from pabench.registry import Registry
 
 
@@ -45,7 +47,13 @@ class ClipSpec(_Frozen):
 
 
 class Schedule(_Frozen):
-    """Targets and attackers train to convergence: early stopping on a held-out split."""
+    """Targets and attackers train to convergence: early stopping on a held-out split.
+
+    v1 stops on the validation score with a fixed patience at a constant LR. v2 decays the LR
+    (cosine over `max_epochs`), keeps the epoch of lowest validation *loss* (less noisy than a
+    score on a few hundred clips), waits `patience_fraction` of the budget for a new best, and
+    retrains a run whose best epoch falls in the first tenth of the budget at each of
+    `retry_lrs`, keeping the attempt of lowest validation loss (every attempt is recorded)."""
 
     max_epochs: int = 40
     patience: int = 4
@@ -54,6 +62,15 @@ class Schedule(_Frozen):
     lr: float = 2e-3
     weight_decay: float = 1e-4
     val_fraction: float = 0.15
+    lr_decay: Literal["none", "cosine"] = "none"
+    stop_on: Literal["score", "loss"] = "score"
+    patience_fraction: float = 0.0
+    retry_lrs: tuple[float, ...] = ()
+
+    @property
+    def window(self) -> int:
+        """Epochs without a new best before stopping: scales with the budget in v2."""
+        return max(self.patience, math.ceil(self.patience_fraction * self.max_epochs))
 
 
 class ProtocolSpec(_Frozen):
@@ -78,21 +95,37 @@ class ProtocolSpec(_Frozen):
     novel_sides: tuple[Literal["action", "privacy"], ...] = ("action", "privacy")
     paper_setting: str = ""
     metrics: tuple[str, ...] = Field(
-        default=("action_top1", "privacy_cmap", "privacy_f1", "action_drop", "privacy_drop")
+        default=("action", "privacy_cmap", "privacy_f1", "action_drop", "privacy_drop")
     )
+    # v2: a diagnostic protocol is shown apart from the ranked tables
+    role: Literal["ranked", "diagnostic"] = "ranked"
+    data_version: int = 1  # pa-synth generator version its datasets are rendered with
+    # an attacker whose raw-data cMAP is more than this many points below the strongest's is
+    # flagged as not an attacker (None: no floor)
+    strength_floor: float | None = None
+    # train a classifier to tell anonymized train clips from test clips; must be at chance
+    consistency_check: bool = False
 
 
 PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
 
-SYNTH_ATTACKERS = ("tiny2d", "tiny-resnet2d", "mobilenet_v3_small")
+SYNTH_ATTACKERS = ("tiny2d", "tiny-resnet2d", "tiny-c3d")
 SYNTH_UNSEEN = ("tiny2d-wide", "shufflenet_v2_x0_5", "tiny-vit2d")
-REAL_ATTACKERS = ("resnet18", "resnet50", "mobilenet_v2")
+REAL_ATTACKERS = ("resnet18", "resnet50", "mobilenet_v2", "r3d_18")
+VERSION = 2
+"""The protocol version every registered protocol has; `LEGACY` keeps the older specs."""
 
-_synth = dict(benchmark="pa-synth", version=1, target="tiny3d", attackers=SYNTH_ATTACKERS)
+SYNTH_SCHEDULE = Schedule(max_epochs=40, min_epochs=12, patience_fraction=0.25, lr=2e-3,
+                          lr_decay="cosine", stop_on="loss", retry_lrs=(5e-4,))
+_v2 = dict(seeds=(0, 1, 2), strength_floor=15.0)
+_synth = dict(benchmark="pa-synth", version=VERSION, target="tiny3d", attackers=SYNTH_ATTACKERS,
+              schedule=SYNTH_SCHEDULE, data_version=2, consistency_check=True, **_v2)
 _real = dict(
-    benchmark="real", version=1, target="r3d_18", attackers=REAL_ATTACKERS,
+    benchmark="real", version=VERSION, target="r3d_18", attackers=REAL_ATTACKERS,
     clip=ClipSpec(frames=16, size=112), augment=("shift", "flip"),
-    schedule=Schedule(max_epochs=100, patience=8, batch_size=16, lr=1e-3),
+    schedule=Schedule(max_epochs=100, min_epochs=20, batch_size=16, lr=1e-3, lr_decay="cosine",
+                      stop_on="loss", patience_fraction=0.15, retry_lrs=(3e-4,)),
+    **_v2,
 )
 
 
@@ -141,8 +174,9 @@ for spec in [
         "anonymized test videos: does the anonymizer fool a model that learned from real faces?",
         action_train=_ref("synth-action", "train"), action_test=_ref("synth-action", "test"),
         privacy_train=_ref("synth-privacy", "train"), privacy_test=_ref("synth-privacy", "test"),
-        attacker_training="raw", paper_setting="VITA: attacker pretrained on raw VISPR",
-        **_synth,
+        attacker_training="raw", role="diagnostic",
+        paper_setting="SPAct supplement D.1: attacker pretrained on raw data",
+        **{**_synth, "consistency_check": False},
     ),
     ProtocolSpec(
         id="unseen-attackers", title="Unseen attacker architectures",
@@ -177,7 +211,7 @@ for spec in [
         "both groups, which the 1,678 object tags would dominate over the 248 scene tags.",
         **_P_HVU_ACTION, privacy_train=_ref("p-hvu", "train", "objects"),
         privacy_test=_ref("p-hvu", "test", "objects"), metrics=_P_HVU_METRICS,
-        paper_setting="SPAct Table 1: P-HVU (Objects)", **{**_real, "version": 2},
+        paper_setting="SPAct Table 1: P-HVU (Objects)", **_real,
     ),
     ProtocolSpec(
         id="p-hvu-scenes", title="P-HVU scenes (same-dataset, multi-label)",
@@ -221,3 +255,44 @@ for spec in [
 
 def protocols_for(benchmark: str) -> list[ProtocolSpec]:
     return [p for _, p in PROTOCOLS.items() if p.benchmark == benchmark]
+
+
+_V1_SCHEDULE = Schedule()
+_V1_REAL_SCHEDULE = Schedule(max_epochs=100, patience=8, batch_size=16, lr=1e-3)
+
+
+def _legacy_v1(spec: ProtocolSpec) -> ProtocolSpec:
+    """The spec as protocol v1 ran it: one seed, a constant LR stopped on the validation score,
+    pa-synth v1 data, mobilenet_v3_small and no video attacker, raw-pretrained ranked."""
+    synth = spec.benchmark == "pa-synth"
+    attackers = (tuple("mobilenet_v3_small" if a == "tiny-c3d" else a for a in spec.attackers)
+                 if synth else ("resnet18", "resnet50", "mobilenet_v2"))
+    return spec.model_copy(update=dict(
+        version=2 if spec.id == "p-hvu" else 1, seeds=(0,), attackers=attackers,
+        schedule=_V1_SCHEDULE if synth else _V1_REAL_SCHEDULE, data_version=1,
+        strength_floor=None, consistency_check=False, role="ranked",
+        paper_setting=("VITA: attacker pretrained on raw VISPR"
+                       if spec.id == "raw-pretrained-attacker" else spec.paper_setting),
+    ))
+
+
+LEGACY: dict[tuple[str, int], ProtocolSpec] = {
+    (p.id, q.version): q for _, p in PROTOCOLS.items() for q in [_legacy_v1(p)]
+}
+"""(id, version) -> the spec that wrote records of an older version: `pabench evaluate
+--protocol ID@VERSION` reproduces them; they are never ranked beside current ones."""
+
+
+def get_protocol(name: str) -> ProtocolSpec:
+    """`ID` (the current version) or `ID@VERSION` (a legacy one, to reproduce old records)."""
+    if "@" in name:
+        pid, _, version = name.partition("@")
+        current = PROTOCOLS.get(pid)
+        if version == str(current.version):
+            return current
+        if version.isdigit() and (pid, int(version)) in LEGACY:
+            return LEGACY[(pid, int(version))]
+        raise PabenchError(f"protocol '{pid}' has no version {version!r} "
+                           f"(known: {current.version}, "
+                           f"{', '.join(str(v) for (i, v) in LEGACY if i == pid)})")
+    return PROTOCOLS.get(name)

@@ -17,6 +17,7 @@ class TrainingData(BaseModel):
     datasets: list[str] = []
     action_classes: list[str] = []
     attributes: list[str] = []
+    attackers: list[str] = []  # architectures it was trained against: overlap is recorded
 
 
 class SubmissionMeta(BaseModel):

@@ -10,7 +10,8 @@ on every rank so that stopping decisions agree without communication.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -124,20 +125,66 @@ def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10
     return np.concatenate(out)
 
 
-def _score(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray) -> float:
-    """Validation score for early stopping: top-1, or cMAP for multi-label targets; video
-    models are scored on their central clip."""
+@dataclass
+class Trace:
+    """One training attempt, epoch by epoch (the record's `Curve`)."""
+
+    seed: int
+    lr: float
+    epochs: int = 0
+    best_epoch: int = 0
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    val_score: list[float] = field(default_factory=list)
+    chosen: bool = True
+
+    @property
+    def best_loss(self) -> float:
+        return self.val_loss[self.best_epoch - 1] if self.best_epoch else float("inf")
+
+
+def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray
+              ) -> tuple[float, float]:
+    """Validation loss and score (top-1, or cMAP for multi-label targets) of the model's
+    test-time prediction: video models on their central clip, frame models averaged over
+    `eval_frames` frames; the loss is the negative log-likelihood of those probabilities."""
     pred = predict(model, spec, videos, clips=1)
     pred = pred if pred.ndim == 2 else pred[:, 0]
+    p = np.clip(pred.astype(np.float64), 1e-7, 1 - 1e-7)
     if spec.task == "multiclass":
-        return top1(pred, targets)
-    return privacy_scores(pred, targets, [str(j) for j in range(targets.shape[1])]).cmap
+        loss = float(-np.log(p[np.arange(len(targets)), targets]).mean())
+        return loss, top1(pred, targets)
+    y = targets.astype(np.float64)
+    loss = float(-(y * np.log(p) + (1 - y) * np.log(1 - p)).mean())
+    names = [str(j) for j in range(targets.shape[1])]
+    cmap = privacy_scores(pred, targets, names).cmap
+    return loss, cmap if np.isfinite(cmap) else 0.0
 
 
 def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
-        progress: Progress | None = None, stage: str = "train") -> tuple[nn.Module, int]:
-    """Train a fresh model with early stopping; returns the best-on-validation model and the
-    number of epochs run."""
+        progress: Progress | None = None, stage: str = "train"
+        ) -> tuple[nn.Module, list[Trace]]:
+    """Train a fresh model with early stopping; returns the best-on-validation model and every
+    attempt's trace (the last chosen one marked; see `Schedule` for the retry rule)."""
+    sched = spec.schedule
+    model, trace = _attempt(spec, videos, targets, sched.lr, progress, stage)
+    traces = [trace]
+    if sched.retry_lrs and trace.best_epoch <= max(1, sched.max_epochs // 10):
+        for lr in sched.retry_lrs:
+            m, t = _attempt(spec, videos, targets, lr, progress, f"{stage}, retry at lr {lr:g}")
+            traces.append(t)
+            if t.best_loss < min(x.best_loss for x in traces[:-1]):
+                model = m
+        best = min(traces, key=lambda x: x.best_loss)
+        for t in traces:
+            t.chosen = t is best
+    if progress:
+        progress(stage, sched.max_epochs, sched.max_epochs)
+    return model, traces
+
+
+def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
+             progress: Progress | None, stage: str) -> tuple[nn.Module, Trace]:
     sched = spec.schedule
     torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
@@ -152,13 +199,20 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     rank, world = rank_world()
     distributed = is_distributed()
     net = wrap_ddp(model, spec.device)
-    opt = torch.optim.AdamW(model.parameters(), lr=sched.lr, weight_decay=sched.weight_decay)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=sched.weight_decay)
+    steps = len(range(0, len(train) * reps - sched.batch_size // 2, sched.batch_size))
+    total = max(1, steps * sched.max_epochs)
+    decay = ((lambda i: 0.5 * (1 + math.cos(math.pi * min(i, total) / total)))
+             if sched.lr_decay == "cosine" else (lambda i: 1.0))
+    lr_at = torch.optim.lr_scheduler.LambdaLR(opt, decay)
     y_all = torch.from_numpy(targets.astype(np.int64 if spec.task == "multiclass"
                                             else np.float32))
-    best, best_state, best_epoch, epoch = -np.inf, None, 0, 0
+    trace = Trace(seed=spec.seed, lr=lr)
+    best_key, best_state = np.inf, None
     for epoch in range(1, sched.max_epochs + 1):
         net.train()
         perm = rng.permutation(np.repeat(train, reps))
+        losses = []
         for i in range(0, len(perm) - sched.batch_size // 2, sched.batch_size):
             idx = perm[i:i + sched.batch_size][rank::world]
             x = _to_float(_batch(videos, idx, kind, spec.clip_frames, rng), spec.device)
@@ -169,18 +223,23 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            lr_at.step()
+            losses.append(loss.item())
         if distributed:  # BatchNorm statistics drift per rank: take rank 0's everywhere
             for buf in model.buffers():
                 dist.broadcast(buf, 0)
-        score = _score(model, spec, videos[val], targets[val])
-        if score > best:
-            best, best_epoch, best_state = score, epoch, copy.deepcopy(model.state_dict())
+        val_loss, val_score = _validate(model, spec, videos[val], targets[val])
+        trace.train_loss.append(float(np.mean(losses)) if losses else float("nan"))
+        trace.val_loss.append(val_loss)
+        trace.val_score.append(val_score)
+        trace.epochs = epoch
+        key = val_loss if sched.stop_on == "loss" else -val_score
+        if key < best_key:
+            best_key, trace.best_epoch, best_state = key, epoch, copy.deepcopy(model.state_dict())
         if progress:
             progress(stage, epoch, sched.max_epochs)
-        if epoch >= sched.min_epochs and epoch - best_epoch >= sched.patience:
+        if epoch >= sched.min_epochs and epoch - trace.best_epoch >= sched.window:
             break
-    if progress:
-        progress(stage, sched.max_epochs, sched.max_epochs)
     assert best_state is not None
     model.load_state_dict(best_state)
-    return model, epoch
+    return model, trace

@@ -1,0 +1,156 @@
+"""Protocol v2's statistics, convergence evidence, private test seed and consistency check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from pabench import evaluate
+from pabench.data.hub import read_meta
+from pabench.data.synth import TestSeed as Seed
+from pabench.data.synth import build_synth
+from pabench.errors import PabenchError
+from pabench.evaluation.score import _joint_ci
+from pabench.metrics import cmap_fixed, privacy_scores, scorable
+from pabench.protocols import LEGACY, PROTOCOLS, VERSION, Schedule, get_protocol
+from pabench.submission import from_module
+from pabench.training import FitSpec, fit
+
+QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
+    "id": "test-v2", "attackers": ("tiny2d",), "seeds": (0,),
+    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1, lr_decay="cosine",
+                         stop_on="loss"),
+})
+
+
+def test_one_class_attributes_are_excluded_both_ways():
+    y = np.array([[1, 0, 1], [1, 1, 0], [1, 0, 0]], np.float32)  # all-positive, mixed, mixed
+    assert scorable(y).tolist() == [False, True, True]
+    s = privacy_scores(np.full((3, 3), 0.5), y, ["a", "b", "c"])
+    assert s.excluded == ["a"] and set(s.per_attribute) == {"b", "c"}
+    assert np.isnan(cmap_fixed(np.full((3, 1), 0.5), y[:, :1])[0])  # never silently 100
+
+
+def test_bootstrap_takes_the_worst_attacker_inside_each_draw():
+    """Two equally strong attackers, each good on another half of the videos: the worst case
+    of each draw lies above either attacker's own draws, so the interval moves up, which an
+    interval computed for one pre-picked attacker cannot show."""
+    rng = np.random.default_rng(0)
+    n = 200
+    y = (rng.random((n, 2)) < 0.5).astype(np.float32)
+    good = y * 0.8 + 0.1
+    noise = rng.random((n, 2))
+    half = np.arange(n) < n // 2
+    a = np.where(half[:, None], good, noise)
+    b = np.where(half[:, None], noise, good)
+    labels = rng.integers(0, 4, n)
+    act = [np.eye(4)[labels] * 0.7 + 0.075]
+    _, both, _ = _joint_ci(act, labels, list("abcd"), {"a": [a], "b": [b]}, y)
+    _, one, _ = _joint_ci(act, labels, list("abcd"), {"a": [a]}, y)
+    assert both[0] > one[0] + 1 and both[1] >= one[1]
+
+
+def test_training_records_its_curve_and_retries_an_early_best():
+    """Random labels: validation loss is lowest at once, so the run is retried at the other LR,
+    every attempt is recorded and exactly one is chosen."""
+    rng = np.random.default_rng(0)
+    videos = rng.integers(0, 255, (64, 2, 16, 16, 3), dtype=np.uint8)
+    labels = rng.integers(0, 2, 64)
+    sched = Schedule(max_epochs=10, min_epochs=10, lr=3e-2, lr_decay="cosine", stop_on="loss",
+                     retry_lrs=(1e-3,), batch_size=16)
+    spec = FitSpec(model="tiny2d", task="multiclass", num_outputs=2, clip_frames=2,
+                   input_size=16, schedule=sched, augment=(), seed=0)
+    _, traces = fit(spec, videos, labels)
+    first = traces[0]
+    assert len(first.val_loss) == len(first.val_score) == len(first.train_loss) == 10
+    assert first.best_epoch == int(np.argmin(first.val_loss)) + 1
+    if first.best_epoch <= 1:
+        assert [t.lr for t in traces] == [3e-2, 1e-3]
+        assert sum(t.chosen for t in traces) == 1
+    else:
+        assert len(traces) == 1
+
+
+def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
+    for pid, spec in PROTOCOLS.items():
+        assert spec.version == VERSION and len(spec.seeds) >= 3
+        assert spec.schedule.lr_decay == "cosine" and spec.schedule.stop_on == "loss"
+        assert spec.schedule.window > 4 and spec.schedule.retry_lrs
+        assert any(m for m in spec.attackers if _kind(m) == "video"), pid
+        assert "mobilenet_v3_small" not in spec.attackers
+        old = get_protocol(f"{pid}@{LEGACY[pid, old_version(pid)].version}")
+        assert old.seeds == (0,) and old.schedule.lr_decay == "none"
+    assert PROTOCOLS.get("raw-pretrained-attacker").role == "diagnostic"
+    assert "SPAct supplement D.1" in PROTOCOLS.get("raw-pretrained-attacker").paper_setting
+    assert get_protocol("known@1").attackers[-1] == "mobilenet_v3_small"
+    with pytest.raises(PabenchError, match="no version"):
+        get_protocol("known@7")
+
+
+def old_version(pid: str) -> int:
+    return next(v for (i, v) in LEGACY if i == pid)
+
+
+def _kind(model: str) -> str:
+    from pabench.models import MODELS
+
+    return MODELS.get(model).kind
+
+
+def test_private_test_seed_renders_other_test_clips_and_never_stores_the_secret(tmp_path):
+    with pytest.raises(PabenchError, match="16 characters"):
+        Seed("short")
+    secret = "s3cret-for-tests-0123456789"
+    pub = build_synth(tmp_path / "pub", names=("synth-pa", "synth-privacy"))
+    priv = build_synth(tmp_path / "priv", names=("synth-pa", "synth-privacy"),
+                       test_seed=Seed(secret))
+    for name in ("synth-pa", "synth-privacy"):
+        text = "".join(f.read_text() for f in priv[name].glob("*.json"))
+        text += (priv[name] / "README.md").read_text()
+        assert secret not in text and Seed(secret).commitment not in text
+        assert read_meta(priv[name]).source["test_seed"] == "private"
+    same = (pub["synth-privacy"] / "videos" / "train").iterdir()
+    for f in list(same)[:3]:
+        assert f.read_bytes() == (priv["synth-privacy"] / "videos" / "train" / f.name).read_bytes()
+    test_pub = sorted((pub["synth-pa"] / "videos" / "test").iterdir())[:3]
+    assert all(f.read_bytes() != (priv["synth-pa"] / "videos" / "test" / f.name).read_bytes()
+               for f in test_pub)
+
+
+class PublicTestCheater(nn.Module):
+    """Blackens exactly the clips whose first frame it memorised: the public test clips."""
+
+    def __init__(self, signatures: torch.Tensor) -> None:
+        super().__init__()
+        self.register_buffer("signatures", signatures)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        sig = _signature(x)
+        seen = (sig[:, None] - self.signatures[None]).abs().min(dim=1).values < 1e-6
+        return torch.where(seen.view(-1, 1, 1, 1, 1), torch.zeros_like(x), x)
+
+
+def _signature(x: torch.Tensor) -> torch.Tensor:
+    return (x[:, :, 0] * torch.linspace(0, 1, x.shape[-1])).mean(dim=(1, 2, 3)).double()
+
+
+def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
+        synth_tiny, tmp_path):
+    from pabench.data.clipset import load_clipset
+
+    clips = load_clipset(synth_tiny / "synth-privacy", "test")
+    x = torch.from_numpy(clips.videos).permute(0, 4, 1, 2, 3).float() / 255
+    cheater = from_module("cheater", PublicTestCheater(_signature(x)))
+    public = evaluate(cheater, QUICK, preset="tiny", data_dir=synth_tiny, workers=1)
+    assert public.consistency is not None and not public.consistency.passed
+    assert not public.ranked and any("consistency" in f for f in public.flags)
+    secret = "another-secret-0123456789"
+    private = evaluate(cheater, QUICK, preset="tiny", workers=1, test_seed=secret)
+    ident = evaluate("baseline:identity", QUICK, preset="tiny", workers=1, test_seed=secret)
+    assert private.consistency is not None and private.consistency.passed and private.ranked
+    assert private.metrics.privacy_cmap == pytest.approx(ident.metrics.privacy_cmap)
+    assert private.benchmark.test_seed == "private"
+    assert private.benchmark.test_seed_commitment == Seed(secret).commitment
+    assert secret not in private.model_dump_json()
