@@ -1,0 +1,68 @@
+"""The controls protocol v2 must pass, checked on the committed records that `pabench evaluate`
+wrote (as mteb tests every task's results): a lossless anonymizer scores like identity, an
+all-black one sits at chance on both axes. A protocol where `1 - x` looks private measures
+distribution shift, not privacy, and must not be ranked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pabench.protocols import PROTOCOLS
+from pabench.records import Record, read_record
+
+RESULTS = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
+RANKED = [p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth" and p.role == "ranked"]
+LOSSLESS = ("invert", "channel-permute")
+
+
+def _records() -> dict[tuple[str, str], Record]:
+    out = {}
+    for path in sorted(RESULTS.glob("*.json")):
+        r = read_record(path)
+        if r.benchmark.name == "pa-synth" and r.protocol.version == PROTOCOLS.get(
+                r.protocol.id).version and r.submission.format == "baseline":
+            out[r.protocol.id, r.submission.name] = r
+    return out
+
+
+RECORDS = _records()
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+@pytest.mark.parametrize("protocol", RANKED)
+def test_lossless_controls_score_like_identity(protocol):
+    ident = RECORDS.get((protocol, "identity"))
+    assert ident is not None, f"no committed v2 identity record for {protocol}"
+    for name in LOSSLESS:
+        rec = RECORDS.get((protocol, name))
+        assert rec is not None, f"no committed v2 {name} record for {protocol}"
+        m, i = rec.metrics, ident.metrics
+        assert _overlap(m.privacy_cmap_ci, i.privacy_cmap_ci), (
+            name, m.privacy_cmap, m.privacy_cmap_ci, i.privacy_cmap, i.privacy_cmap_ci)
+        assert _overlap(m.action_ci, i.action_ci), (name, m.action, i.action)
+
+
+@pytest.mark.parametrize("protocol", RANKED)
+def test_black_is_at_chance_on_both_axes(protocol):
+    rec = RECORDS.get((protocol, "black"))
+    assert rec is not None, f"no committed v2 black record for {protocol}"
+    m = rec.metrics
+    assert m.action_chance is not None and m.base_cmap is not None
+    assert m.action <= m.action_chance + 5, (m.action, m.action_chance)
+    assert m.privacy_cmap <= m.base_cmap + 3, (m.privacy_cmap, m.base_cmap)
+
+
+@pytest.mark.parametrize("protocol", RANKED)
+def test_identity_is_the_raw_reference_and_attackers_are_strong(protocol):
+    ident = RECORDS[protocol, "identity"]
+    assert ident.raw is not None and ident.raw.privacy_cmap == ident.metrics.privacy_cmap
+    assert ident.metrics.privacy_norm == pytest.approx(1.0)
+    assert all(a.strong for a in ident.attackers), [
+        (a.arch, a.raw_cmap) for a in ident.attackers]
+    for a in ident.attackers:  # every seed of every attacker left a curve that was chosen
+        assert sum(c.chosen for c in a.curves) == len(ident.seeds) >= 3
