@@ -288,3 +288,23 @@ def test_export_is_atomic_and_independent_of_the_path(tmp_path: Path) -> None:
     with pytest.raises(PabenchError, match="unknown export format 'onnx'"):
         export_submission(module, tmp_path / "x.pt2", frames=4, size=16, fmt="onnx")  # type: ignore[arg-type]
     assert not (tmp_path / "x.pt2").exists()
+
+
+class NoisyOnRealContent(torch.nn.Module):
+    """Deterministic on the random probe, random on 8-bit video content (values k/255)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        quantised = ((x * 255).round() - x * 255).abs().amax() < 1e-4
+        return (x + 0.1 * torch.rand_like(x) * quantised).clamp(0, 1)
+
+
+def test_determinism_is_also_checked_on_benchmark_clips():
+    from pabench.submission import from_module, validate
+
+    sub = from_module("noisy", NoisyOnRealContent())
+    validate(sub, frames=4, size=16)  # the random probe alone cannot see it
+    clips = torch.randint(0, 256, (2, 3, 4, 16, 16)).float() / 255
+    with pytest.raises(PabenchError, match="deterministic_on_benchmark_clips"):
+        validate(sub, frames=4, size=16, clips=clips)
+    report = validate(from_module("ident", Identity()), frames=4, size=16, clips=clips)
+    assert "batch_independent_on_benchmark_clips" in report.checks

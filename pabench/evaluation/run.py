@@ -7,12 +7,14 @@ import datetime as dt
 import time
 from pathlib import Path
 
+import torch
+
 import pabench
 from pabench.anonymizers import BuildContext, get_anonymizer
 from pabench.evaluation.anonymize import anonymize
 from pabench.evaluation.config import EvaluationConfig, workers_and_threads
 from pabench.evaluation.consistency import consistency
-from pabench.evaluation.data import load, start_run
+from pabench.evaluation.data import Run, load, start_run
 from pabench.evaluation.eligibility import check_eligible
 from pabench.evaluation.parallel import train_side_by_side
 from pabench.evaluation.score import score
@@ -44,6 +46,12 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
                 if baseline.training_data is not None else None)
         return from_module(name, baseline.build(ctx), meta)
     return load_submission(Path(text), meta_path, device=ctx.device)
+
+
+def benchmark_clips(run: Run, n: int = 2) -> torch.Tensor:
+    """The first test clips of the privacy side, in the anonymizer's input format."""
+    videos = load(run, run.protocol.privacy_test).videos[:n, :run.frames]
+    return torch.from_numpy(videos).permute(0, 4, 1, 2, 3).float().div(255)
 
 
 def normalised(m: Metrics, raw: Metrics) -> tuple[float | None, tuple[float, float] | None]:
@@ -105,7 +113,7 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     sub = (config.submission if isinstance(config.submission, Submission)
            else resolve_submission(config.submission, ctx, config.meta_path))
     report = validate(sub, frames=run.frames, size=run.size, budgets=config.budgets,
-                      device=device)
+                      device=device, clips=benchmark_clips(run))
     run.tick("validate", t0)
     eligibility = check_eligible(run, sub)
     is_raw = sub.name == "identity" and sub.format == "baseline"

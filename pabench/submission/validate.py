@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -40,9 +41,12 @@ class ValidationReport:
 
 
 def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFAULT_BUDGETS,
-             batch: int = 2, device: str = "cpu") -> ValidationReport:
-    """Run the behavioural checks on a deterministic random clip batch of the protocol's shape;
-    the first failure is a PabenchError of one line naming the check."""
+             batch: int = 2, device: str = "cpu", clips: torch.Tensor | None = None
+             ) -> ValidationReport:
+    """Run the behavioural checks on a deterministic random clip batch of the protocol's shape
+    and, when given, determinism and batch independence again on benchmark `clips` (a
+    submission may behave on real content as it does not on noise); the first failure is a
+    PabenchError of one line naming the check."""
     shape = [batch, 3, frames, size, size]
     checks: list[str] = []
 
@@ -101,20 +105,12 @@ def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFA
     if lo < -tol or hi > 1 + tol:
         raise fail("range", f"output range [{lo:.4g}, {hi:.4g}] exceeds [0, 1] by more than {tol}")
     checks.append("range")
-    if not torch.allclose(outputs[1], y, rtol=1e-5, atol=1e-6):
-        diff = float((outputs[1] - y).abs().max())
-        raise fail("deterministic", f"two calls on the same input differ by up to {diff:.3g}")
-    checks.append("deterministic")
     memory: list[float] = []
-    for i in range(batch):
-        sample = x[i : i + 1]
-        with peak_memory_mb(device, memory) if i == 0 else contextlib.nullcontext():
-            alone = call(sample)
-        if not torch.allclose(alone[0], y[i], rtol=1e-4, atol=1e-5):
-            diff = float((alone[0] - y[i]).abs().max())
-            raise fail("batch_independent",
-                       f"sample {i} alone differs from its output in the batch by up to {diff:.3g}")
-    checks.append("batch_independent")
+    _repeatable(call, x, outputs, fail, checks, memory, device)
+    if clips is not None:
+        bench = clips.to(device)
+        _repeatable(call, bench, [call(bench), call(bench)], fail, checks, [], device,
+                    suffix="_on_benchmark_clips")
     seconds = min(timings) / batch
     if seconds > budgets.max_seconds_per_clip:
         raise fail("time_budget", f"{seconds:.3g} s per clip exceeds the budget of "
@@ -127,3 +123,25 @@ def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFA
     params = sum(p.numel() for p in sub.module.parameters()) \
         if isinstance(sub.module, torch.nn.Module) else 0
     return ValidationReport(params, count_flops(sub.module, x[:1]), seconds, memory[0], checks)
+
+
+def _repeatable(call: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                outputs: list[torch.Tensor], fail: Callable[[str, str], PabenchError],
+                checks: list[str], memory: list[float], device: str, suffix: str = "") -> None:
+    """Determinism (two calls agree) and batch independence (each clip alone gives its output
+    in the batch); the first one-clip call's peak memory goes to `memory`."""
+    y = outputs[0]
+    if not torch.allclose(outputs[1], y, rtol=1e-5, atol=1e-6):
+        diff = float((outputs[1] - y).abs().max())
+        raise fail("deterministic" + suffix,
+                   f"two calls on the same input differ by up to {diff:.3g}")
+    checks.append("deterministic" + suffix)
+    for i in range(len(x)):
+        sample = x[i : i + 1]
+        with peak_memory_mb(device, memory) if i == 0 and not memory else contextlib.nullcontext():
+            alone = call(sample)
+        if not torch.allclose(alone[0], y[i], rtol=1e-4, atol=1e-5):
+            diff = float((alone[0] - y[i]).abs().max())
+            raise fail("batch_independent" + suffix,
+                       f"sample {i} alone differs from its output in the batch by up to {diff:.3g}")
+    checks.append("batch_independent" + suffix)
