@@ -1,20 +1,39 @@
-"""The `pabench` command line: listings, one-line errors, exit codes."""
+"""The `pabench` command line: listings, JSON on stdout, one-line errors, exit codes."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
+from pabench import __version__
 from pabench.cli import app
+from pabench.records import read_record
 
-runner = CliRunner()
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()  # click >= 8.2: result.stdout and result.stderr are kept apart
 
 
-def _pabench(*args: str) -> subprocess.CompletedProcess:
+def _pabench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "pabench.cli", *args], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, env={**os.environ, **(env or {})})
+
+
+def _one_line_error(out: subprocess.CompletedProcess, status: int, needle: str) -> None:
+    assert out.returncode == status, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if not ln.startswith("preset:")]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], out.stderr
+    assert out.stdout == ""
+
+
+def test_version():
+    out = runner.invoke(app, ["--version"])
+    assert out.exit_code == 0 and out.stdout == f"pabench {__version__}\n"
 
 
 def test_datasets_list_and_info():
@@ -34,22 +53,88 @@ def test_protocols_list_and_show():
     assert '"novel": true' in show.output
 
 
-def test_unknown_dataset_and_unwritable_out_are_one_line(tmp_path):
-    out = _pabench("datasets", "build", "synth-pq", "--preset", "tiny", "--out", str(tmp_path))
-    assert out.returncode == 2 and "Did you mean 'synth-pa'" in out.stderr
-    assert out.stderr.strip().count("\n") == 0
+@pytest.mark.parametrize("args, check", [
+    (["baselines", "list"], lambda d: d[0]["name"] == "identity" and len(d) >= 19),
+    (["protocols", "list"], lambda d: {"known", "novel"} <= {p["id"] for p in d}),
+    (["protocols", "list", "--benchmark", "real"], lambda d: {p["benchmark"] for p in d}
+     == {"real"}),
+    (["protocols", "show", "novel"], lambda d: d["id"] == "novel"),
+    (["datasets", "list"], lambda d: {"name": "vispr2", "kind": "real"}.items()
+     <= next(x for x in d if x["name"] == "vispr2").items()),
+    (["datasets", "info", "pa-synth"], lambda d: d["presets"]["tiny"]["frames"] == 8),
+    (["datasets", "info", "vispr2"], lambda d: "label_format" in d["options"]),
+])
+def test_json_listings_are_pure_json_on_stdout(args: list[str], check) -> None:
+    out = runner.invoke(app, [*args, "--json"], env={"COLUMNS": "40"})  # narrow: no wrapping
+    assert out.exit_code == 0, out.output
+    assert check(json.loads(out.stdout)) and out.stderr == ""
+
+
+def test_evaluate_json_is_one_document_with_notes_on_stderr(monkeypatch, tmp_path):
+    """Several records are one JSON list; "wrote PATH" goes to stderr, never into the JSON."""
+    from pabench.evaluation.store import Evaluation
+
+    official = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))
+    record = read_record(official[0])
+    monkeypatch.setattr("pabench.evaluation.compute", lambda config, progress=None: Evaluation(
+        record.model_copy(update={"protocol": record.protocol.model_copy(
+            update={"id": config.spec.id})}), None))
+    monkeypatch.setattr("pabench.evaluation.store", lambda ev, folder, replace=False: (
+        folder / f"{ev.record.protocol.id}.json", False))
+    out = runner.invoke(app, ["evaluate", "baseline:identity", "--protocol", "all", "--preset",
+                              "tiny", "--output-dir", str(tmp_path), "--json"])
+    assert out.exit_code == 0, out.output
+    ids = [r["protocol"]["id"] for r in json.loads(out.stdout)]
+    assert len(ids) > 1 and "known" in ids
+    assert out.stderr.count("wrote ") == len(ids)
+
+
+def test_progress_goes_to_stderr(capsys):
+    from pabench.cli.progress import progress_bar
+
+    with progress_bar() as bar:
+        bar("anonymize", 1, 2)
+    captured = capsys.readouterr()
+    assert captured.out == "" and "anonymize" in captured.err
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["protocols", "show", "nvel"], "Did you mean 'novel'"),
+    (["datasets", "build", "synth-pq", "--preset", "tiny"], "Did you mean 'synth-pa'"),
+    (["evaluate", "baseline:identity", "--protocol", "nvel"], "Did you mean 'novel'"),
+    (["evaluate", "missing.pt2"], "missing.pt2: file not found"),
+    (["baselines", "export", "identiy", "--out", "x.pt2"], "Did you mean 'identity'"),
+])
+def test_a_bad_name_on_the_command_line_exits_2_in_one_line(args: list[str], needle: str):
+    _one_line_error(_pabench(*args), 2, needle)
+
+
+def test_click_usage_errors_exit_2():
+    assert runner.invoke(app, ["evaluate", "baseline:identity", "--bogus"]).exit_code == 2
+    assert runner.invoke(app, ["datasets", "info"]).exit_code == 2
+    assert runner.invoke(app, ["protocols", "list", "--json=x"]).exit_code == 2
+
+
+def test_failures_during_the_work_exit_1_in_one_line(tmp_path):
     blocker = tmp_path / "f"
     blocker.write_text("")
     out = _pabench("datasets", "build", "pa-synth", "--preset", "tiny", "--out", str(blocker))
-    assert out.returncode == 2 and "not writable" in out.stderr
-    assert out.stderr.strip().count("\n") == 0
-
-
-def test_evaluate_picks_the_cpu_preset_and_checks_output_first(tmp_path):
-    blocker = tmp_path / "f"
-    blocker.write_text("")
+    _one_line_error(out, 1, "not writable")
     out = _pabench("evaluate", "baseline:identity", "--output-dir", str(blocker / "results"))
-    assert out.returncode == 2
-    first, error = out.stderr.strip().split("\n")
-    assert first.startswith("preset: tiny (auto for device cpu")
-    assert "not writable" in error
+    assert out.stderr.startswith("preset: tiny (auto for device cpu")
+    _one_line_error(out, 1, "not writable")
+
+
+def test_build_push_and_evaluate_share_one_default_data_folder(tmp_path):
+    """$PABENCH_HOME/datasets, unless --out / --data-dir name another folder."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"PABENCH_HOME": str(home)}
+    out = _pabench("evaluate", "baseline:identity", "--benchmark", "real", "--protocol",
+                   "ucf101-vispr1", env=env)
+    _one_line_error(out, 1, f"--out {home / 'datasets'}`")
+    out = _pabench("datasets", "push", "vispr2", "--repo-id", "org/vispr2", env=env)
+    _one_line_error(out, 1, f"{home / 'datasets' / 'vispr2'}: not a pabench dataset folder")
+    (home / "datasets").write_text("")  # so that the build stops at its first check
+    out = _pabench("datasets", "build", "synth-pa", "--preset", "tiny", env=env)
+    _one_line_error(out, 1, f"{home / 'datasets'}: output directory is not writable")

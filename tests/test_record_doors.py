@@ -488,7 +488,7 @@ def test_serve_doors_are_one_line(built: tuple[Path, Path]) -> None:
                                str(port)], capture_output=True, text=True, timeout=120)
     finally:
         busy.close()
-    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"error: cannot serve on 127.0.0.1:{port} (Address already in use)"]
 

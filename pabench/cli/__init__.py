@@ -7,11 +7,13 @@ import sys
 import typer
 from rich.text import Text
 
+from pabench import __version__
 from pabench.cli.baselines import app as baselines_app
-from pabench.cli.console import cell, err, show_library_log
+from pabench.cli.console import cell, err, out, show_library_log
 from pabench.cli.datasets import app as datasets_app
 from pabench.cli.evaluate import evaluate, protocols_app
 from pabench.cli.leaderboard import app as leaderboard_app
+from pabench.cli.usage import exit_status
 from pabench.errors import PabenchError
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -22,11 +24,26 @@ app.add_typer(protocols_app, name="protocols")
 app.command()(evaluate)
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        out.print(f"pabench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                 help="Print `pabench VERSION` and exit"),
+) -> None:
+    """Options of `pabench` itself (the app's help stays the module docstring)."""
+
+
 def main() -> None:
-    """Console entry point: a PabenchError becomes one line on stderr and exit status 2."""
+    """Console entry point: a PabenchError becomes one line on stderr and exit status 2 (a bad
+    command line) or 1 (a failure during the work); see `pabench.cli.usage`."""
     show_library_log()
     try:
         app()
     except PabenchError as e:
         err.print(Text.assemble(("error: ", "bold red"), cell(e)))
-        sys.exit(2)
+        sys.exit(exit_status(e))

@@ -9,10 +9,13 @@ import typer
 from rich.table import Table
 
 from pabench.anonymizers import ANONYMIZERS, BuildContext
-from pabench.anonymizers.baselines import baseline_names, export_baseline
+from pabench.anonymizers.baselines import baseline_names, expand_names, export_baseline
 from pabench.anonymizers.segmenter import train_and_measure
-from pabench.cli.console import cell, out
+from pabench.cli.console import cell, err, out, print_json
+from pabench.cli.usage import checking_arguments
 from pabench.data.synth import resolve_preset
+from pabench.runtime import check_device
+from pabench.submission import check_format
 
 app = typer.Typer(help="Reference anonymizers: downsampling, obfuscation, learned (SPAct, VITA).",
                   no_args_is_help=True)
@@ -22,12 +25,18 @@ FORMAT_HELP = "torch.export (default) or torchscript (deprecated)"
 
 
 @app.command("list")
-def list_() -> None:
+def list_(
+    json_out: Annotated[bool, typer.Option("--json", help="Print the list as JSON")] = False,
+) -> None:
     """List the reference baselines (usable as `baseline:NAME` or `baseline:all`)."""
+    specs = [ANONYMIZERS.get(name) for name in baseline_names()]
+    if json_out:
+        print_json([{"name": s.name, "family": s.family, "description": s.description}
+                    for s in specs])
+        return
     table = Table("name", "family", "description")
-    for name in baseline_names():
-        spec = ANONYMIZERS.get(name)
-        table.add_row(cell(name), cell(spec.family), cell(spec.description))
+    for spec in specs:
+        table.add_row(cell(spec.name), cell(spec.family), cell(spec.description))
     out.print(table)
 
 
@@ -42,7 +51,10 @@ def export(
                                              "first): cpu, cuda, cuda:1, ...")] = "cpu",
 ) -> None:
     """Write a baseline as one submission file (the pa-synth segmenter is included)."""
-    ctx = BuildContext(benchmark=benchmark, preset=preset, device=device)
+    with checking_arguments():
+        expand_names(name)
+        check_format(fmt)
+        ctx = BuildContext(benchmark=benchmark, preset=preset, device=check_device(device))
     written = export_baseline(name, path, ctx=ctx, fmt=fmt)
     out.print(cell(f"exported {name} ({ctx.preset}, {fmt}) -> {written}"))
 
@@ -61,14 +73,19 @@ def train(
     """Train a learned baseline on pa-synth (or reuse its cache) and export it."""
     from pabench.anonymizers.learned_baselines import train_and_export
     from pabench.cli.progress import progress_bar
+    from pabench.training.anonymizer import default_recipe
 
+    with checking_arguments():
+        default_recipe(name)
+        resolve_preset(preset, check_device(device))
+        check_format(fmt)
     with progress_bar() as bar:
         done = train_and_export(name, path, preset=preset, device=device, recipe=recipe,
                                 fmt=fmt, progress=bar, log=_print_stage)
     if done is None:  # another torchrun rank: rank 0 reports
         return
     if done.result.cached:
-        out.print(cell(f"reused {done.cache}; its training losses:"))
+        err.print(cell(f"reused {done.cache}; its training losses:"))
         for stage, losses in done.result.losses.items():
             _print_stage(stage, losses)
     out.print(cell(f"exported {done.name} ({done.preset}, {done.fmt}) -> {done.path} "
@@ -76,10 +93,11 @@ def train(
 
 
 def _print_stage(stage: str, losses: dict[str, float]) -> None:
-    """`minimax: 300 steps; fa_utility 0.41 -> 0.01, ...` from a stage's start/end means."""
+    """`minimax: 300 steps; fa_utility 0.41 -> 0.01, ...` from a stage's start/end means: a
+    log line, on stderr."""
     parts = [f"{key[:-6]} {losses[key]:.3f} -> {losses[key[:-6] + '_end']:.3f}"
              for key in losses if key.endswith("_start")]
-    out.print(f"{stage}: {int(losses['steps'])} steps; " + ", ".join(parts))
+    err.print(f"{stage}: {int(losses['steps'])} steps; " + ", ".join(parts))
 
 
 @app.command()
@@ -87,7 +105,8 @@ def segmenter(
     preset: Annotated[str, typer.Option(help=PRESET_HELP + "; trains on the CPU")] = "auto",
 ) -> None:
     """Train the pa-synth person/face segmenter from scratch and report held-out IoU."""
-    preset = resolve_preset(preset, "cpu")
+    with checking_arguments():
+        preset = resolve_preset(preset, "cpu")
     seconds, iou = train_and_measure(preset)
     out.print(f"segmenter {preset}: trained in {seconds:.1f} s; held-out IoU "
               + ", ".join(f"{k} {v:.3f}" for k, v in iou.items()))

@@ -3,10 +3,14 @@
 Names, paths and error messages come from files and arguments a user (or an attacker) chose, so
 Rich markup and emoji codes are off, and control characters are shown escaped rather than sent
 to the terminal. Styling is added with `Text` objects by the commands themselves.
+
+`out` (stdout) carries a command's result only; progress bars, logs and notes go to `err`
+(stderr), so that `--json` output can be piped straight into a JSON parser.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 
 from rich.console import Console
@@ -17,9 +21,16 @@ from pabench.runtime import printable
 out = Console(markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
+
 def clean(text: object) -> str:
     """`text` as it may reach the terminal (see `runtime.printable`)."""
     return printable(text)
+
+
+def print_json(data: object) -> None:
+    """A `--json` result: plain JSON on stdout, never wrapped or styled by Rich (control and
+    non-ASCII characters escaped)."""
+    print(json.dumps(data, indent=2))
 
 
 def cell(text: object, style: str = "") -> Text:

@@ -1,7 +1,10 @@
 """`pabench datasets list|info|build|push`.
 
 Names, paths and messages printed here can come from the user or from downloaded files, so they
-go through the shared consoles (markup off) and `cell`/`clean`, never through Rich markup."""
+go through the shared consoles (markup off) and `cell`/`clean`, never through Rich markup.
+
+Build, push and `pabench evaluate --benchmark real` share one default folder,
+$PABENCH_HOME/datasets, so that a build is found without repeating a path."""
 
 from __future__ import annotations
 
@@ -14,40 +17,77 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pabench.cli.console import cell, clean, err, out
+from pabench.cli.console import cell, clean, err, out, print_json
 from pabench.cli.progress import progress_bar
+from pabench.cli.usage import UsageError, checking_arguments
 from pabench.data.registry import BENCHMARKS, DATASETS, DatasetSpec
 from pabench.errors import PabenchError, unknown_name
+from pabench.runtime import pabench_home
 
 app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
 
+DATA_HOME_HELP = "default: $PABENCH_HOME/datasets, PABENCH_HOME defaulting to ~/.cache/pabench"
+JSON_HELP = "Print it as JSON"
+
+
+def data_home() -> Path:
+    """The default folder of built datasets (read at run time: tests and users set the env)."""
+    return pabench_home() / "datasets"
+
+
+def _kind(spec: DatasetSpec) -> str:
+    return "synthetic" if spec.synthetic else "real"
+
 
 @app.command("list")
-def list_() -> None:
+def list_(json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
     """List every dataset pabench can build."""
+    specs = [spec for _, spec in DATASETS.items()]
+    if json_out:
+        print_json([{"name": s.name, "kind": _kind(s), "role": s.role, "license": s.license}
+                    for s in specs])
+        return
     table = Table("name", "kind", "role", "licence")
-    for name, spec in DATASETS.items():
-        table.add_row(cell(name), cell("synthetic" if spec.synthetic else "real"),
-                      cell(spec.role), cell(spec.license))
+    for spec in specs:
+        table.add_row(cell(spec.name), cell(_kind(spec)), cell(spec.role), cell(spec.license))
     out.print(table)
 
 
 @app.command()
-def info(name: str) -> None:
+def info(
+    name: str,
+    json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
     """Describe one dataset (or the pa-synth benchmark)."""
     if name in BENCHMARKS:
         from pabench.data.synth import PRESETS
 
+        if json_out:
+            print_json({"name": name, "datasets": list(BENCHMARKS[name]), "presets": {
+                preset: {"frames": p.frames, "size": p.size, "counts": p.counts}
+                for preset, p in PRESETS.items()}})
+            return
         out.print(Text.assemble(cell(name, "bold"),
                                 f": datasets {', '.join(BENCHMARKS[name])}"))
         for preset, p in PRESETS.items():
             out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size}, {p.counts}")
         return
-    spec = DATASETS.get(name)
+    with checking_arguments():
+        spec = DATASETS.get(name)
+    if json_out:
+        print_json({"name": spec.name, "kind": _kind(spec), "description": spec.description,
+                    "role": spec.role, "license": spec.license,
+                    "options": {k: _jsonable(v) for k, v in spec.options.items()}})
+        return
     options = ", ".join(f"{k} (default {v})" for k, v in spec.options.items()) or "none"
     out.print(Text.assemble(cell(spec.name, "bold"), ": ", cell(spec.description)))
     out.print(f"  role: {clean(spec.role)}\n  licence: {clean(spec.license)}\n"
               f"  options (--option KEY=VALUE): {clean(options)}")
+
+
+def _jsonable(value: object) -> object:
+    """A builder option's default as JSON has it (a default may be any Python object)."""
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
 
 
 def _options(spec: DatasetSpec, given: list[str]) -> dict[str, str]:
@@ -65,7 +105,9 @@ def _options(spec: DatasetSpec, given: list[str]) -> dict[str, str]:
 @app.command()
 def build(
     name: Annotated[str, typer.Argument(help="pa-synth, a synth-* dataset, or a real dataset")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Output folder")] = Path("data"),
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help=f"Output folder ({DATA_HOME_HELP})")
+    ] = None,
     preset: Annotated[str, typer.Option(help="pa-synth preset: tiny, standard, or auto "
                                              "(standard for --device cuda*, tiny otherwise)")
                       ] = "auto",
@@ -87,11 +129,13 @@ def build(
     from pabench.data.synth import SYNTH_DATASETS, build_synth, resolve_preset
 
     start = time.perf_counter()
+    out_dir = out_dir or data_home()
     if name in BENCHMARKS or name in SYNTH_DATASETS:
         if source is not None or option:
-            raise PabenchError(f"'{name}' is generated: --source and --option apply to real "
-                               "datasets only")
-        chosen = resolve_preset(preset, device)
+            raise UsageError(f"'{name}' is generated: --source and --option apply to real "
+                             "datasets only")
+        with checking_arguments():
+            chosen = resolve_preset(preset, device)
         if preset == "auto":
             err.print(f"preset: {chosen} (auto for device {clean(device)}; --preset standard "
                       "for the full-size benchmark)")
@@ -102,14 +146,16 @@ def build(
         out.print(f"built {len(built)} datasets in {clean(out_dir)} ({size / 1e6:.1f} MB) "
                   f"in {time.perf_counter() - start:.1f} s", soft_wrap=True)
         return
-    if name not in DATASETS:
-        raise unknown_name("dataset", name, [*DATASETS.names(), *BENCHMARKS])
-    spec = DATASETS.get(name)
-    if spec.builder is None:
-        raise PabenchError(f"dataset '{name}' has no builder")
-    if source is None:
-        raise PabenchError(f"dataset '{name}' is built from your copy of it: pass --source DIR")
-    options = _options(spec, option or [])
+    with checking_arguments():
+        if name not in DATASETS:
+            raise unknown_name("dataset", name, [*DATASETS.names(), *BENCHMARKS])
+        spec = DATASETS.get(name)
+        if spec.builder is None:
+            raise PabenchError(f"dataset '{name}' has no builder")
+        if source is None:
+            raise PabenchError(f"dataset '{name}' is built from your copy of it: pass "
+                               "--source DIR")
+        options = _options(spec, option or [])
     with progress_bar() as bar:
         report = spec.builder(source, out_dir / name, embed_media=embed_media, progress=bar,
                               **options)
@@ -136,8 +182,9 @@ def push(
     name: Annotated[str, typer.Argument(help="A built dataset (its folder is DATA_DIR/NAME)")],
     repo_id: Annotated[str, typer.Option(help="Hub dataset repository, ORG/NAME")],
     data_dir: Annotated[
-        Path, typer.Option(help="The folder you built into (build's --out)")
-    ] = Path("data"),
+        Path | None, typer.Option(help=f"The folder you built into (build's --out; "
+                                       f"{DATA_HOME_HELP})")
+    ] = None,
     private: Annotated[bool, typer.Option(help="Create the repository as private")] = False,
     revision: Annotated[
         str | None, typer.Option(help="Branch to commit to (created if needed)")
@@ -146,5 +193,6 @@ def push(
     """Upload a built dataset folder to the Hugging Face Hub (token: HF_TOKEN or hf login)."""
     from pabench.data.push import push_dataset
 
-    url, n = push_dataset(data_dir / name, repo_id, private=private, revision=revision)
+    folder = (data_dir or data_home()) / name
+    url, n = push_dataset(folder, repo_id, private=private, revision=revision)
     out.print(f"pushed {clean(name)}: {n} files -> {clean(url)}", soft_wrap=True)

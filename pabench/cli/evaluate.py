@@ -10,8 +10,9 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pabench.cli.console import cell, clean, err, out
+from pabench.cli.console import cell, clean, err, out, print_json
 from pabench.cli.progress import progress_bar
+from pabench.cli.usage import checking_arguments
 from pabench.protocols import PROTOCOLS
 from pabench.records import Record
 from pabench.runtime import pabench_home
@@ -84,26 +85,37 @@ def evaluate(
         "leaderboard/results only through `pabench leaderboard add`)"),
     replace: bool = typer.Option(False, help="Replace a record of another submission that "
                                  "has the same name"),
-    data_dir: Path | None = typer.Option(None, help="Built datasets (default: PABENCH_HOME)"),
+    data_dir: Path | None = typer.Option(
+        None, help="Built datasets (default: PABENCH_HOME/datasets, where `pabench datasets "
+        "build` writes; pa-synth builds itself on first use in "
+        "PABENCH_HOME/datasets/pa-synth-v2-PRESET)"),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
     seed: int | None = typer.Option(None, help="Override the protocol's seeds with one seed"),
     workers: int = typer.Option(0, help="Models trained side by side on CPU, one process "
                                 "each (0: one per core)"),
     meta: Path | None = typer.Option(None, help="Submission sidecar JSON (default: NAME.json)"),
-    json_out: bool = typer.Option(False, "--json", help="Print the record(s) as JSON"),
+    json_out: bool = typer.Option(False, "--json", help="Print the record as JSON (a JSON "
+                                  "list of records when several are scored)"),
 ) -> None:
     """Score an anonymizer: fresh targets and attackers trained on its output."""
+    from pydantic import TypeAdapter
+
     from pabench.evaluation import compute, expand, store
     from pabench.runtime import check_writable, is_rank0
+    from pabench.submission.core import fail
 
-    configs = expand(submission, protocol, benchmark=benchmark, preset=preset,
-                     data_dir=data_dir, device=device, seed=seed, meta_path=meta, workers=workers,
-                     command=shlex.join(["pabench", *sys.argv[1:]]))
+    with checking_arguments():
+        if not submission.startswith("baseline:") and not Path(submission).exists():
+            raise fail(Path(submission), "file not found")
+        configs = expand(submission, protocol, benchmark=benchmark, preset=preset,
+                         data_dir=data_dir, device=device, seed=seed, meta_path=meta,
+                         workers=workers, command=shlex.join(["pabench", *sys.argv[1:]]))
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "
                   "standard for the full-size benchmark)")
     results = output_dir or pabench_home() / "results"
     check_writable(results)  # fail before hours of training, not after
+    records: list[Record] = []
     for config in configs:
         with progress_bar() as bar:
             evaluation = compute(config, bar)
@@ -111,23 +123,45 @@ def evaluate(
             path, replaced = store(evaluation, results, replace=replace)
             err.print(Text.assemble("replaced " if replaced else "wrote ", cell(path)))
             if json_out:
-                print(evaluation.record.model_dump_json(indent=2))
+                records.append(evaluation.record)
             else:
                 print_record(evaluation.record)
+    if records:  # one JSON document on stdout, whatever the number of records
+        print(records[0].model_dump_json(indent=2) if len(configs) == 1
+              else TypeAdapter(list[Record]).dump_json(records, indent=2).decode())
 
 
 @protocols_app.command("list")
-def list_protocols(benchmark: str | None = typer.Option(None)) -> None:
+def list_protocols(
+    benchmark: str | None = typer.Option(None, help="Only this benchmark's protocols"),
+    json_out: bool = typer.Option(False, "--json", help="Print the list as JSON"),
+) -> None:
     """List protocols (id, version, benchmark, title)."""
+    from pabench.evaluation.config import check_benchmark
+
+    if benchmark is not None:
+        with checking_arguments():
+            check_benchmark(benchmark)
+    specs = [p for _, p in PROTOCOLS.items() if benchmark is None or p.benchmark == benchmark]
+    if json_out:
+        print_json([{"id": p.id, "version": p.version, "benchmark": p.benchmark,
+                     "title": p.title, "target": p.target, "attackers": list(p.attackers)}
+                    for p in specs])
+        return
     table = Table("id", "version", "benchmark", "title", "target", "attackers")
-    for pid, p in PROTOCOLS.items():
-        if benchmark is None or p.benchmark == benchmark:
-            table.add_row(cell(pid), str(p.version), cell(p.benchmark), cell(p.title),
-                          cell(p.target), cell(", ".join(p.attackers)))
+    for p in specs:
+        table.add_row(cell(p.id), str(p.version), cell(p.benchmark), cell(p.title),
+                      cell(p.target), cell(", ".join(p.attackers)))
     out.print(table)
 
 
 @protocols_app.command("show")
-def show_protocol(protocol: str) -> None:
+def show_protocol(
+    protocol: str,
+    json_out: bool = typer.Option(False, "--json", help="Accepted like on every list/info "
+                                  "command; the specification is always JSON"),
+) -> None:
     """Print one protocol's full specification as JSON."""
-    print(PROTOCOLS.get(protocol).model_dump_json(indent=2))
+    with checking_arguments():
+        spec = PROTOCOLS.get(protocol)
+    print(spec.model_dump_json(indent=2))
