@@ -137,4 +137,6 @@ def test_build_push_and_evaluate_share_one_default_data_folder(tmp_path):
     _one_line_error(out, 1, f"{home / 'datasets' / 'vispr2'}: not a pabench dataset folder")
     (home / "datasets").write_text("")  # so that the build stops at its first check
     out = _pabench("datasets", "build", "synth-pa", "--preset", "tiny", env=env)
-    _one_line_error(out, 1, f"{home / 'datasets'}: output directory is not writable")
+    # pa-synth goes to the very folder evaluate reads, inside the shared one
+    _one_line_error(out, 1, f"{home / 'datasets' / 'pa-synth-v2-tiny'}: output directory is "
+                            "not writable")

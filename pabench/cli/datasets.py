@@ -126,10 +126,10 @@ def build(
     ] = None,
 ) -> None:
     """Build a dataset into a Hub-ready folder (README card, parquet, media)."""
-    from pabench.data.synth import SYNTH_DATASETS, build_synth, resolve_preset
+    from pabench.data.synth import GENERATOR_VERSION, SYNTH_DATASETS, build_synth, resolve_preset
+    from pabench.evaluation.data import synth_dir
 
     start = time.perf_counter()
-    out_dir = out_dir or data_home()
     if name in BENCHMARKS or name in SYNTH_DATASETS:
         if source is not None or option:
             raise UsageError(f"'{name}' is generated: --source and --option apply to real "
@@ -140,12 +140,16 @@ def build(
             err.print(f"preset: {chosen} (auto for device {clean(device)}; --preset standard "
                       "for the full-size benchmark)")
         names = tuple(SYNTH_DATASETS) if name in BENCHMARKS else (name,)
+        # by default, the very folder `pabench evaluate` reads (another seed gets its own)
+        other = f"pa-synth-v{GENERATOR_VERSION}-{chosen}-seed{seed}"
+        out_dir = out_dir or (synth_dir(chosen) if seed == 0 else data_home() / other)
         with progress_bar() as bar:
             built = build_synth(out_dir, preset=chosen, seed=seed, names=names, progress=bar)
         size = sum(f.stat().st_size for p in built.values() for f in p.rglob("*") if f.is_file())
         out.print(f"built {len(built)} datasets in {clean(out_dir)} ({size / 1e6:.1f} MB) "
                   f"in {time.perf_counter() - start:.1f} s", soft_wrap=True)
         return
+    out_dir = out_dir or data_home()
     with checking_arguments():
         if name not in DATASETS:
             raise unknown_name("dataset", name, [*DATASETS.names(), *BENCHMARKS])
