@@ -51,8 +51,9 @@ def test_single_frames_carry_no_action(sets, synth_tiny):
     """The strongest frame model (tiny-resnet2d: 97.7 validation cMAP on raw attributes after
     20 epochs, benchmarks/convergence.md), trained 20 epochs under protocol v2's recipe, sees
     one frame per test video: it must stay within 5 points of chance over 400 test videos (one
-    standard error is ~1.7 points). On generator v1 the second person's fixed offset let a
-    frame model tell walking from the rest."""
+    standard error is ~1.7 points). Measured: 12.8 on v2; the same recipe on v1 data gave 9.2,
+    so this check alone does not see v1's cue (the second person's fixed offset, present in
+    half of the clips), which generator v2 removes by construction."""
     sched = SYNTH_SCHEDULE.model_copy(update={"max_epochs": 20, "retry_lrs": ()})
     spec = FitSpec("tiny-resnet2d", "multiclass", len(KNOWN_ACTIONS), 8, 32, sched, ("shift",),
                    0, eval_frames=1)

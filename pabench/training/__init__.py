@@ -1,8 +1,9 @@
 """Training of fresh targets and attackers, to convergence, on CPU, GPU or several (DDP).
 
 Attacker strength decides a privacy score, so every model trains with early stopping on a
-held-out validation split under a generous epoch cap (the epochs used are recorded); an
-anonymizer must never win by merely slowing attackers down. Under `torchrun` the model is
+held-out validation split under a generous epoch cap, and every attempt's per-epoch validation
+curve is returned (`Trace`) for the record: convergence is shown, not asserted; an anonymizer
+must never win by merely slowing attackers down. Under `torchrun` the model is
 wrapped in DistributedDataParallel and each rank takes a slice of every batch; validation runs
 on every rank so that stopping decisions agree without communication.
 """
