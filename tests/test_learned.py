@@ -130,7 +130,7 @@ def test_bad_recipes_are_one_line_errors_naming_the_file(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pabench.cli", "baselines", "train", "spact",
                           "--recipe", str(typo), "--out", str(tmp_path / "x.pt2")],
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2 and "typo.json: invalid: stepz" in out.stderr
+    assert out.returncode == 1 and "typo.json: invalid: stepz" in out.stderr
     assert out.stderr.strip().count("\n") == 0
 
 
