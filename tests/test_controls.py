@@ -30,22 +30,25 @@ def _records() -> dict[tuple[str, str], Record]:
 RECORDS = _records()
 
 
-def _made(protocol: str) -> None:
-    """A protocol whose v2 records are not committed yet is skipped, with the command that
-    makes them; `known` must always have them."""
-    if protocol != "known" and (protocol, "identity") not in RECORDS:
-        pytest.skip(f"no committed v2 records for {protocol} yet: pabench evaluate "
-                    "baseline:identity,invert,channel-permute,black --protocol "
-                    f"{protocol} --preset tiny --output-dir leaderboard/results")
+NOT_YET_MADE = {"unseen-attackers"}
+"""Ranked protocols whose v2 control records are not committed yet (CPU time): make them with
+`pabench evaluate baseline:identity,invert,channel-permute,black --protocol P --preset tiny
+--output-dir DIR` and `pabench leaderboard add`, then remove P here."""
+MADE = [p for p in RANKED if p not in NOT_YET_MADE]
+
+
+def test_every_ranked_protocol_has_control_records_or_is_listed_as_missing():
+    have = {p for p in RANKED if (p, "identity") in RECORDS}
+    assert have == set(MADE), f"update NOT_YET_MADE: records exist for {sorted(have)}"
+    assert "known" in have
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-@pytest.mark.parametrize("protocol", RANKED)
+@pytest.mark.parametrize("protocol", MADE)
 def test_lossless_controls_score_like_identity(protocol):
-    _made(protocol)
     ident = RECORDS.get((protocol, "identity"))
     assert ident is not None, f"no committed v2 identity record for {protocol}"
     for name in LOSSLESS:
@@ -57,9 +60,8 @@ def test_lossless_controls_score_like_identity(protocol):
         assert _overlap(m.action_ci, i.action_ci), (name, m.action, i.action)
 
 
-@pytest.mark.parametrize("protocol", RANKED)
+@pytest.mark.parametrize("protocol", MADE)
 def test_black_is_at_chance_on_both_axes(protocol):
-    _made(protocol)
     rec = RECORDS.get((protocol, "black"))
     assert rec is not None, f"no committed v2 black record for {protocol}"
     m = rec.metrics
@@ -68,9 +70,8 @@ def test_black_is_at_chance_on_both_axes(protocol):
     assert m.privacy_cmap <= m.base_cmap + 3, (m.privacy_cmap, m.base_cmap)
 
 
-@pytest.mark.parametrize("protocol", RANKED)
+@pytest.mark.parametrize("protocol", MADE)
 def test_identity_is_the_raw_reference_and_weak_attackers_are_named(protocol):
-    _made(protocol)
     ident = RECORDS[protocol, "identity"]
     assert ident.raw is not None and ident.raw.privacy_cmap == ident.metrics.privacy_cmap
     assert ident.metrics.privacy_norm == pytest.approx(1.0)
