@@ -1,29 +1,36 @@
-"""Wall time of a whole evaluation, sequential against models trained side by side, in one run.
+"""Wall time of whole evaluations: engines (code trees) and `--workers` settings, in one run.
 
     python benchmarks/bench_evaluate.py [--protocol known|all] [--preset auto|tiny|standard]
-                                        [--device cpu] [--anonymizer baseline:downsample-4x]
-                                        [--workers 1 0]
+                                        [--device cpu|cuda] [--anonymizer baseline:identity]
+                                        [--workers 1 0] [--code . OLD_CHECKOUT ...]
 
-For each `--workers` value (1: one model at a time with every thread, the engine before
-side-by-side training; 0: auto, one single-threaded process per core) the evaluation runs from a
-fresh PABENCH_HOME (no cached fits or anonymized sets; pa-synth prebuilt there, not counted) and
-the bench prints, per protocol, wall seconds, the stage table from the record's timings, CPU
-seconds per wall second (this process and its workers), anonymizer calls per clip, and the
-scores, so speed and attacker strength are compared in the same run on the same machine. The
-wall time includes the raw (identity) reference, which later evaluations reuse from the cache.
+For each code tree (`--code`: this checkout by default; give a `git worktree` of an older commit
+beside it to compare engines) and each `--workers` value (1: one model at a time; 0: auto, one
+process per core on CPU; N: N processes side by side, sharing the cores or the GPU) the
+evaluation runs in a fresh interpreter with that tree first on `PYTHONPATH` and a fresh
+PABENCH_HOME (no cached fits or anonymized sets; pa-synth prebuilt there, not counted). The bench
+prints, per protocol, wall seconds, CPU seconds per wall second (the child and its workers),
+anonymizer calls per clip, the scores and the raw reference's per-attacker cMAP (so speed and
+attacker strength are compared in the same run on the same machine), and the stage table from
+the record's timings. The wall time includes the raw (identity) reference, which later
+evaluations reuse from the cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 STAGES = ("validate", "anonymize", "train_side_by_side", "compute_train", "compute_predict",
-          "score", "raw_reference")
+          "score", "raw_reference", "consistency")
 
 
 def cpu_seconds() -> float:
@@ -32,56 +39,90 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run(args: argparse.Namespace, workers: int) -> list[tuple]:
-    home = Path(tempfile.mkdtemp(prefix=f"pabench-bench-w{workers}-"))
-    os.environ["PABENCH_HOME"] = str(home)
-    from pabench.data.synth import build_synth, resolve_preset
+def child(args: argparse.Namespace) -> None:
+    """One engine, one workers setting: evaluate every protocol, print one JSON row each."""
     from pabench.evaluation import evaluate
     from pabench.protocols import protocols_for
 
-    preset = resolve_preset(args.preset, args.device)
-    build_synth(home / "datasets" / f"pa-synth-{preset}", preset=preset)
     protocols = ([p.id for p in protocols_for("pa-synth")] if args.protocol == "all"
                  else [args.protocol])
-    rows = []
     for pid in protocols:
         wall0, cpu0 = time.perf_counter(), cpu_seconds()
-        rec = evaluate(args.anonymizer, pid, preset=preset, device=args.device, workers=workers)
+        rec = evaluate(args.anonymizer, pid, preset=args.preset, device=args.device,
+                       workers=args.workers[0])
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
-        calls = rec.timings.get("anonymizer_calls", 0) / max(rec.timings["anonymized_clips"], 1)
         raw = rec.raw.privacy_cmap if rec.raw else float("nan")
-        rows.append((pid, wall, cpu / wall, calls, rec.metrics.action,
-                     rec.metrics.privacy_cmap, raw, rec.hardware, rec.timings))
-    return rows
+        print(json.dumps({
+            "protocol": pid, "wall": wall, "cpu_per_wall": cpu / wall,
+            "calls": rec.timings.get("anonymizer_calls", 0)
+            / max(rec.timings.get("anonymized_clips", 1), 1),
+            "top1": rec.metrics.action, "cmap": rec.metrics.privacy_cmap, "raw": raw,
+            "raw_attackers": {a.arch: a.cmap for a in rec.raw_attackers or []},
+            "hardware": rec.hardware, "timings": rec.timings}), flush=True)
+
+
+def run(args: argparse.Namespace, code: Path, workers: int, data: Path) -> list[dict]:
+    home = Path(tempfile.mkdtemp(prefix=f"pabench-bench-w{workers}-"))
+    shutil.copytree(data, home / "datasets")
+    env = {**os.environ, "PABENCH_HOME": str(home),
+           "PYTHONPATH": os.pathsep.join([str(code.resolve()), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, __file__, "--child", "--protocol", args.protocol, "--preset",
+           args.preset, "--anonymizer", args.anonymizer, "--device", args.device,
+           "--workers", str(workers)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    shutil.rmtree(home, ignore_errors=True)
+    if out.returncode != 0:
+        sys.exit(f"{code} workers={workers} failed:\n{out.stderr[-3000:]}")
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def report(name: str, rows: list[dict]) -> float:
+    hw = rows[0]["hardware"]
+    print(f"\n{name} ({hw.get('workers', '1')} at once, {hw['threads']} thread(s) each, "
+          f"{hw.get('gpu', hw['device'])})")
+    print(f"{'protocol':26s} {'wall s':>7s} {'cpu/wall':>8s} {'calls/clip':>10s} "
+          f"{'top-1':>6s} {'cMAP':>6s} {'raw cMAP':>8s}  raw cMAP per attacker")
+    for r in rows:
+        per = ", ".join(f"{k} {v:.1f}" for k, v in r["raw_attackers"].items())
+        print(f"{r['protocol']:26s} {r['wall']:7.1f} {r['cpu_per_wall']:8.2f} {r['calls']:10.2f} "
+              f"{r['top1']:6.1f} {r['cmap']:6.1f} {r['raw']:8.1f}  {per}")
+    total = sum(r["wall"] for r in rows)
+    sums = {s: sum(r["timings"].get(s, 0.0) for r in rows) for s in STAGES}
+    print("stage (s summed over protocols; compute_train sums the workers' CPU-side seconds):")
+    for s in STAGES:
+        if sums[s]:
+            print(f"  {s:22s} {sums[s]:8.1f}  {sums[s] / total:6.1%} of wall")
+    print(f"total wall {total:.1f} s")
+    return total
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--preset", default="auto", help="auto: standard on a GPU, tiny on CPU")
-    ap.add_argument("--protocol", default="all", help="a pa-synth protocol id, or all")
-    ap.add_argument("--anonymizer", default="baseline:downsample-4x")
+    ap.add_argument("--preset", default="tiny", help="auto: standard on a GPU, tiny on CPU")
+    ap.add_argument("--protocol", default="known", help="a pa-synth protocol id, or all")
+    ap.add_argument("--anonymizer", default="baseline:identity")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--workers", type=int, nargs="+", default=[1, 0])
+    ap.add_argument("--workers", type=int, nargs="+", default=[0])
+    ap.add_argument("--code", type=Path, nargs="+", default=[Path(__file__).parent.parent])
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    results = {w: run(args, w) for w in args.workers}
-    for w, rows in results.items():
-        hw = rows[0][7]
-        print(f"\nworkers={w} ({hw.get('workers', '1')} at once, {hw['threads']} thread(s) each)")
-        print(f"{'protocol':26s} {'wall s':>7s} {'cpu/wall':>8s} {'calls/clip':>10s} "
-              f"{'top-1':>6s} {'cMAP':>6s} {'raw cMAP':>8s}")
-        for pid, wall, ratio, calls, top1, cmap, raw, _, _ in rows:
-            print(f"{pid:26s} {wall:7.1f} {ratio:8.2f} {calls:10.2f} {top1:6.1f} {cmap:6.1f} "
-                  f"{raw:8.1f}")
-        total = sum(r[1] for r in rows)
-        print(f"{'stage (s, summed)':26s} " + " ".join(f"{s:>18s}" for s in STAGES))
-        sums = {s: sum(r[8].get(s, 0.0) for r in rows) for s in STAGES}
-        print(f"{'':26s} " + " ".join(f"{sums[s]:8.1f} ({sums[s] / total:5.1%})" for s in STAGES))
-        print(f"total wall {total:.1f} s")
-    if len(results) > 1:
-        walls = {w: sum(r[1] for r in rows) for w, rows in results.items()}
-        first = args.workers[0]
-        print("\nwall ratio vs workers=" + str(first) + ": " + ", ".join(
-            f"workers={w} x{walls[first] / walls[w]:.2f}" for w in args.workers[1:]))
+    if args.child:
+        return child(args)
+    from pabench.data.synth import build_synth, resolve_preset
+    from pabench.evaluation.data import synth_dir
+
+    args.preset = resolve_preset(args.preset, args.device)
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["PABENCH_HOME"] = tmp
+        build_synth(synth_dir(args.preset), preset=args.preset)
+        walls = {}
+        for code in args.code:
+            for w in args.workers:
+                name = f"code={code} workers={w}"
+                walls[name] = report(name, run(args, code, w, Path(tmp) / "datasets"))
+    first = next(iter(walls))
+    print(f"\nwall ratio vs {first}: " + ", ".join(f"{n} x{walls[first] / t:.2f}"
+                                                  for n, t in list(walls.items())[1:]))
 
 
 if __name__ == "__main__":

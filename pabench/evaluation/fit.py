@@ -17,9 +17,9 @@ from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.models import build_model
 from pabench.runtime import atomic_write, digest, is_rank0, rank_world
-from pabench.training import FitSpec, Trace, fit, predict
+from pabench.training import FitSpec, Trace, fit, predict, prepare
 
-FIT_CODE_VERSION = "fit-v2"
+FIT_CODE_VERSION = "fit-v3"  # v3: channels_last layouts (rounding moves)
 """Bumped whenever training code changes results; with the protocol version in every fit key,
 no cache ever serves numbers from other code or another protocol version. The protocol id is
 left out on purpose: protocols sharing a training set and schedule share the model."""
@@ -48,9 +48,10 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
                    clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
                    augment=p.augment, seed=seed, device=run.device)
-    # where it computes moves the numbers too: device type, CPU threads, DDP world size
+    # where and how it computes moves the numbers too: device type, CPU threads, DDP world
+    # size, autocast dtype
     where = (torch.device(run.device).type, run.threads if run.device == "cpu" else None,
-             rank_world()[1])
+             rank_world()[1], str(spec.amp_dtype))
     fit_key = digest(FIT_CODE_VERSION, p.version, model, task, train.fingerprint, seed,
                      p.schedule.model_dump(), p.augment, run.frames, run.size, where)[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
@@ -88,7 +89,7 @@ def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], t
         return cached
     try:
         state = torch.load(fp.weights_path, map_location=run.device, weights_only=True)
-        net = build_model(model, fp.spec.num_outputs, run.size).to(run.device)
+        net = prepare(build_model(model, fp.spec.num_outputs, run.size), run.device)
         net.load_state_dict(state["weights"])
         traces = _traces(state["traces"])
     except FileNotFoundError:

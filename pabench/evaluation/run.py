@@ -7,6 +7,7 @@ import datetime as dt
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 import pabench
@@ -51,7 +52,7 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
 def benchmark_clips(run: Run, n: int = 2) -> torch.Tensor:
     """The first test clips of the privacy side, in the anonymizer's input format."""
     videos = load(run, run.protocol.privacy_test).videos[:n, :run.frames]
-    return torch.from_numpy(videos).permute(0, 4, 1, 2, 3).float().div(255)
+    return torch.from_numpy(np.array(videos)).permute(0, 4, 1, 2, 3).float().div(255)
 
 
 def normalised(m: Metrics, raw: Metrics) -> tuple[float | None, tuple[float, float] | None]:

@@ -43,22 +43,62 @@ class FitSpec:
     device: str = "cpu"
     eval_frames: int = 8  # frames per video an attacker averages over at test time
     frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
+    amp: Literal["auto", "off", "bf16", "fp16"] = "auto"  # see `amp_dtype`
+
+    @property
+    def amp_dtype(self) -> torch.dtype | None:
+        """Autocast dtype: `auto` is bf16 on a GPU that has it (fp16 with a GradScaler on older
+        ones) and none on CPU, where bf16 is slower for these models on avx512_bf16 without AMX
+        (benchmarks/README.md); `bf16` on CPU exists so the GPU path is tested here."""
+        if self.amp == "auto":
+            if torch.device(self.device).type != "cuda":
+                return None
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}[self.amp]
+
+
+def memory_format(x: torch.Tensor) -> torch.memory_format:
+    """channels_last(_3d): 1.1-1.3x per training step on CPU (benchmarks/bench_levers.py) and
+    the layout cuDNN's fast convolution kernels want."""
+    return {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim(),
+                                                                   torch.contiguous_format)
+
+
+def prepare(model: nn.Module, device: str) -> nn.Module:
+    """A fresh model on `device` in the layout its inputs will have; cuDNN may pick kernels by
+    timing them, since every batch of a fit has the same shape."""
+    if torch.device(device).type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    conv3d = any(isinstance(m, nn.Conv3d) for m in model.modules())
+    fmt = torch.channels_last_3d if conv3d else torch.channels_last
+    return model.to(device=device, memory_format=fmt)
 
 
 def _to_float(x: np.ndarray, device: str) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(x)).to(device).float().div_(255)
+    """uint8 [B, C, (T,) H, W] from the host to `device` as float in [0, 1]: the copy moves
+    bytes (4x less than floats), from pinned memory and asynchronously on a GPU."""
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    if torch.device(device).type == "cuda":
+        t = t.pin_memory().to(device, non_blocking=True)
+    t = t.float().div_(255)
+    return t.contiguous(memory_format=memory_format(t))
 
 
 def _augment(x: torch.Tensor, ops: tuple[str, ...], rng: np.random.Generator) -> torch.Tensor:
     """Label-preserving augmentation on [B, C, (T,) H, W]. No flip on pa-synth: left/right
     walking are distinct actions there."""
-    if "shift" in ops:
+    if "shift" in ops:  # a random translation per sample, by index arithmetic (one gather)
         m = max(1, x.shape[-1] // 16)
         pad = F.pad(x.flatten(0, -3)[:, None], (m, m, m, m), mode="replicate")[:, 0]
-        pad = pad.view(*x.shape[:-2], *pad.shape[-2:])
-        dy, dx = rng.integers(0, 2 * m + 1, (2, x.shape[0]))
+        pad = pad.view(len(x), -1, *pad.shape[-2:])  # [B, C*T, H+2m, W+2m]
+        dy, dx = (torch.from_numpy(d).to(x.device)
+                  for d in rng.integers(0, 2 * m + 1, (2, x.shape[0])))
         h, w = x.shape[-2:]
-        x = torch.stack([pad[i, ..., dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(len(x))])
+        rows = (dy[:, None] + torch.arange(h, device=x.device))[:, :, None]  # [B, h, 1]
+        cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, :]  # [B, 1, w]
+        b = torch.arange(len(x), device=x.device)[:, None, None]
+        x = pad[b, :, rows, cols].permute(0, 3, 1, 2).reshape(x.shape)  # [B, h, w, C*T] -> x
+        x = x.contiguous(memory_format=memory_format(x))
     if "flip" in ops:
         flip = torch.from_numpy(rng.random(x.shape[0]) < 0.5).to(x.device)
         x = torch.where(flip.view(-1, *[1] * (x.dim() - 1)), x.flip(-1), x)
@@ -74,7 +114,7 @@ def _batch(videos: np.ndarray, idx: np.ndarray, kind: str, frames: int,
         return videos[idx, t].transpose(0, 3, 1, 2)  # [B, 3, H, W]
     starts = (rng.integers(0, length - frames + 1, len(idx)) if rng is not None
               else np.full(len(idx), (length - frames) // 2))
-    clips = np.stack([videos[i, s:s + frames] for i, s in zip(idx, starts, strict=True)])
+    clips = videos[np.asarray(idx)[:, None], starts[:, None] + np.arange(frames)]
     return clips.transpose(0, 4, 1, 2, 3)  # [B, 3, T, H, W]
 
 
@@ -93,35 +133,41 @@ def clip_starts(length: int, frames: int, clips: int) -> np.ndarray:
 
 @torch.no_grad()
 def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10,
-            batch_size: int = 64) -> np.ndarray:
+            batch_size: int = 64, index: np.ndarray | None = None) -> np.ndarray:
     """Probabilities: sigmoid for multi-label, softmax otherwise. Video models: per clip,
     [N, K, C] (the caller averages clips per video). Frame models: averaged over `eval_frames`
-    equidistant frames, [N, C]."""
+    equidistant frames, [N, C]. `index` picks videos (in its order) batch by batch, so a
+    memory-mapped split is never copied whole."""
     model.eval()
     kind = MODELS.get(spec.model).kind
     length = videos.shape[1]
+    rows = np.arange(len(videos)) if index is None else np.asarray(index)
     out = []
 
-    def probs(logits: torch.Tensor) -> torch.Tensor:
+    amp = spec.amp_dtype
+
+    def probs(x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(torch.device(spec.device).type, amp, enabled=amp is not None):
+            logits = model(x).float()
         return torch.sigmoid(logits) if spec.task == "multilabel" else torch.softmax(logits, 1)
 
     if kind == "video":
         starts = clip_starts(length, spec.clip_frames, clips)
-        for i in range(0, len(videos), batch_size):
-            chunk = videos[i:i + batch_size]
+        for i in range(0, len(rows), batch_size):
+            chunk = videos[rows[i:i + batch_size]]
             per_clip = []
             for s in starts:
                 x = _to_float(chunk[:, s:s + spec.clip_frames].transpose(0, 4, 1, 2, 3),
                               spec.device)
-                per_clip.append(probs(model(x)).cpu().numpy())
+                per_clip.append(probs(x).cpu().numpy())
             out.append(np.stack(per_clip, axis=1))
         return np.concatenate(out)
     t = np.unique(np.linspace(0, length - 1, min(spec.eval_frames, length)).round().astype(int))
-    for i in range(0, len(videos), batch_size):
-        chunk = videos[i:i + batch_size][:, t]  # [b, k, H, W, 3]
+    for i in range(0, len(rows), batch_size):
+        chunk = videos[rows[i:i + batch_size, None], t]  # [b, k, H, W, 3]: those frames only
         b, k = chunk.shape[:2]
         x = _to_float(chunk.reshape(b * k, *chunk.shape[2:]).transpose(0, 3, 1, 2), spec.device)
-        prob = probs(model(x)).view(b, k, -1).mean(1)
+        prob = probs(x).view(b, k, -1).mean(1)
         out.append(prob.cpu().numpy())
     return np.concatenate(out)
 
@@ -144,12 +190,13 @@ class Trace:
         return self.val_loss[self.best_epoch - 1] if self.best_epoch else float("inf")
 
 
-def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray
-              ) -> tuple[float, float]:
+def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
+              index: np.ndarray) -> tuple[float, float]:
     """Validation loss and score (top-1, or cMAP for multi-label targets) of the model's
-    test-time prediction: video models on their central clip, frame models averaged over
-    `eval_frames` frames; the loss is the negative log-likelihood of those probabilities."""
-    pred = predict(model, spec, videos, clips=1)
+    test-time prediction on `videos[index]` (labels `targets`): video models on their central
+    clip, frame models averaged over `eval_frames` frames; the loss is the negative
+    log-likelihood of those probabilities."""
+    pred = predict(model, spec, videos, clips=1, index=index)
     pred = pred if pred.ndim == 2 else pred[:, 0]
     p = np.clip(pred.astype(np.float64), 1e-7, 1 - 1e-7)
     if spec.task == "multiclass":
@@ -168,6 +215,9 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     """Train a fresh model with early stopping; returns the best-on-validation model and every
     attempt's trace (the last chosen one marked; see `Schedule` for the retry rule)."""
     sched = spec.schedule
+    if MODELS.get(spec.model).kind == "video" and videos.shape[1] < spec.clip_frames:
+        raise PabenchError(f"{stage}: videos of {videos.shape[1]} frames are shorter than "
+                           f"{spec.model}'s {spec.clip_frames}-frame clip")
     model, trace = _attempt(spec, videos, targets, sched.lr, progress, stage)
     traces = [trace]
     if sched.retry_lrs and trace.best_epoch <= max(1, sched.max_epochs // 10):
@@ -196,7 +246,7 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
     order = rng.permutation(len(videos))
     n_val = max(1, int(round(len(videos) * sched.val_fraction)))
     val, train = order[:n_val], order[n_val:]
-    model = build_model(spec.model, spec.num_outputs, spec.input_size).to(spec.device)
+    model = prepare(build_model(spec.model, spec.num_outputs, spec.input_size), spec.device)
     rank, world = rank_world()
     distributed = is_distributed()
     net = wrap_ddp(model, spec.device)
@@ -208,6 +258,10 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
     lr_at = torch.optim.lr_scheduler.LambdaLR(opt, decay)
     y_all = torch.from_numpy(targets.astype(np.int64 if spec.task == "multiclass"
                                             else np.float32))
+    amp = spec.amp_dtype
+    device_type = torch.device(spec.device).type
+    # fp16 overflows without loss scaling; bf16 has fp32's range and needs none
+    scaler = torch.amp.GradScaler(device_type, enabled=amp == torch.float16)
     trace = Trace(seed=spec.seed, lr=lr)
     best_key, best_state = np.inf, None
     for epoch in range(1, sched.max_epochs + 1):
@@ -218,19 +272,24 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
             idx = perm[i:i + sched.batch_size][rank::world]
             x = _to_float(_batch(videos, idx, kind, spec.clip_frames, rng), spec.device)
             x = _augment(x, spec.augment, rng)
-            loss = _loss(net(x), y_all[idx].to(spec.device), spec.task)
-            if not torch.isfinite(loss):
-                raise PabenchError(f"{stage}: training loss became {loss.item()} at epoch {epoch}")
+            with torch.autocast(device_type, amp, enabled=amp is not None):
+                logits = net(x)
+            loss = _loss(logits.float(), y_all[idx].to(spec.device, non_blocking=True),
+                         spec.task)
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             lr_at.step()
-            losses.append(loss.item())
+            losses.append(loss.detach())  # read once per epoch: no GPU sync per step
+        mean_loss = torch.stack(losses).mean().item() if losses else float("nan")
+        if losses and not math.isfinite(mean_loss):
+            raise PabenchError(f"{stage}: training loss became {mean_loss} in epoch {epoch}")
         if distributed:  # BatchNorm statistics drift per rank: take rank 0's everywhere
             for buf in model.buffers():
                 dist.broadcast(buf, 0)
-        val_loss, val_score = _validate(model, spec, videos[val], targets[val])
-        trace.train_loss.append(float(np.mean(losses)) if losses else float("nan"))
+        val_loss, val_score = _validate(model, spec, videos, targets[val], val)
+        trace.train_loss.append(mean_loss)
         trace.val_loss.append(val_loss)
         trace.val_score.append(val_score)
         trace.epochs = epoch

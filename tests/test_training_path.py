@@ -1,0 +1,73 @@
+"""The fast training path (issue #11/#12): batched data ops equal the per-sample reference,
+layouts follow the model, autocast trains (the GPU path, tested on CPU in bf16), and GPU
+evaluations may train models side by side."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pabench.evaluation.config import EvaluationConfig, usable_cores, workers_and_threads
+from pabench.models import build_model
+from pabench.protocols import Schedule
+from pabench.training import FitSpec, _augment, _batch, fit, predict, prepare
+
+
+def _shift_reference(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
+    """One crop per sample from the replicate-padded frame: what the batched gather replaces."""
+    m = max(1, x.shape[-1] // 16)
+    pad = F.pad(x.flatten(0, -3)[:, None], (m, m, m, m), mode="replicate")[:, 0]
+    pad = pad.view(*x.shape[:-2], *pad.shape[-2:])
+    dy, dx = rng.integers(0, 2 * m + 1, (2, x.shape[0]))
+    h, w = x.shape[-2:]
+    return torch.stack([pad[i, ..., dy[i]:dy[i] + h, dx[i]:dx[i] + w] for i in range(len(x))])
+
+
+def test_batched_shift_and_clip_gather_equal_the_per_sample_reference():
+    videos = np.random.default_rng(0).integers(0, 255, (12, 6, 32, 32, 3), dtype=np.uint8)
+    idx = np.array([4, 0, 11, 4, 7])
+    clips = _batch(videos, idx, "video", 4, np.random.default_rng(1))
+    starts = np.random.default_rng(1).integers(0, 3, len(idx))
+    expected = np.stack([videos[i, s:s + 4] for i, s in zip(idx, starts, strict=True)])
+    assert np.array_equal(clips, expected.transpose(0, 4, 1, 2, 3))
+    for x in (torch.rand(5, 3, 32, 32), torch.rand(5, 3, 4, 32, 32)):
+        got = _augment(x, ("shift",), np.random.default_rng(2))
+        assert torch.equal(got, _shift_reference(x, np.random.default_rng(2)))
+        assert not torch.equal(got, x)
+
+
+def test_models_and_batches_take_the_channels_last_layout():
+    net2d = prepare(build_model("tiny2d", 3, 16), "cpu")
+    conv = next(p for p in net2d.parameters() if p.dim() == 4)
+    assert conv.is_contiguous(memory_format=torch.channels_last)
+    net3d = prepare(build_model("tiny3d", 3, 16), "cpu")
+    conv = next(p for p in net3d.parameters() if p.dim() == 5)
+    assert conv.is_contiguous(memory_format=torch.channels_last_3d)
+
+
+def test_bf16_autocast_trains_and_predicts_on_cpu():
+    """Two separable classes (bright vs dark clips): the autocast path must learn them."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 96)
+    videos = (rng.integers(0, 80, (96, 2, 16, 16, 3)) + 150 * labels[:, None, None, None, None]
+              ).astype(np.uint8)
+    sched = Schedule(max_epochs=4, min_epochs=4, batch_size=16, lr_decay="cosine",
+                     stop_on="loss")
+    spec = FitSpec(model="tiny2d", task="multiclass", num_outputs=2, clip_frames=2,
+                   input_size=16, schedule=sched, augment=("shift",), seed=0, amp="bf16")
+    assert spec.amp_dtype == torch.bfloat16
+    assert FitSpec(**{**spec.__dict__, "amp": "auto"}).amp_dtype is None  # CPU: fp32
+    model, traces = fit(spec, videos, labels)
+    assert all(np.isfinite(traces[0].train_loss))
+    pred = predict(model, spec, videos)
+    assert pred.dtype == np.float32 and (pred.argmax(1) == labels).mean() > 0.9
+
+
+def test_gpu_evaluations_may_train_side_by_side():
+    """Workers on a GPU share it; auto stays one process there, and real data always one."""
+    gpu = EvaluationConfig("baseline:identity", device="cuda", workers=3)
+    assert workers_and_threads(gpu) == (3, max(1, usable_cores() // 3))
+    assert workers_and_threads(EvaluationConfig("baseline:identity", device="cuda"))[0] == 1
+    real = EvaluationConfig("baseline:identity", benchmark="real", protocol="ucf101-vispr1")
+    assert workers_and_threads(real)[0] == 1
