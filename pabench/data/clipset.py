@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import io
-import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,14 +13,16 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pabench.data.hub import decode_video, name_problem, read_meta, split_fingerprint
+from pabench.data.hub import DEMUXERS, decode_video, name_problem, read_meta, split_fingerprint
+from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import atomic_write_bytes, atomic_write_text, pabench_home, printable
+from pabench.runtime import pabench_home, printable
 
 
 @dataclass
 class ClipSet:
-    """A split in memory. `videos` is uint8 [N, T, H, W, 3]; labels are aligned with it."""
+    """A split: `videos` is uint8 [N, T, H, W, 3], a read-only map of its on-disk store (or an
+    array in tests and derived sets); labels are aligned with it."""
 
     name: str
     split: str
@@ -111,40 +111,54 @@ def _media_name(root: Path, split: str, name: object) -> str:
     return str(name)
 
 
+STILL_SUFFIXES = frozenset(s for s, d in DEMUXERS.items() if d[0].endswith("_pipe"))
+
+
+def is_still(videos: np.ndarray) -> bool:
+    """Whether `videos` are still images shown as clips: their time axis has stride 0, every
+    frame being the one stored image (see `present`)."""
+    return videos.ndim == 5 and videos.shape[1] > 1 and videos.strides[1] == 0
+
+
+def present(stored: np.ndarray, frames: int | None) -> np.ndarray:
+    """A store as consumers read it. Still images are stored once ([N, 1, H, W, 3]) and shown
+    with a zero-stride time axis of `frames` frames: frame models read any frame, video models
+    a clip of the image, and nothing is copied until a batch is read."""
+    if stored.shape[1] != 1 or frames is None or frames == 1:
+        return stored
+    strides = (stored.strides[0], 0, *stored.strides[2:])
+    return np.lib.stride_tricks.as_strided(stored, (len(stored), frames, *stored.shape[2:]),
+                                           strides, writeable=False)
+
+
 def load_clipset(
     root: Path, split: str, *, frames: int | None = None, size: int | None = None,
     cache_dir: Path | None = None, workers: int = 2,
 ) -> ClipSet:
-    """Load a split of a built dataset folder, decoding videos once into a verified cache."""
+    """Load a split of a built dataset folder. Videos are decoded once into an on-disk store
+    (`pabench.data.npystore`) keyed by the split's content fingerprint, then memory-mapped:
+    memory does not grow with the number of videos. A split of still images is stored with one
+    frame per image and shown as `frames`-frame clips (`present`)."""
     root = Path(root)
     meta = read_meta(root)
     if split not in meta.splits:
         raise PabenchError(f"{root}: no split '{split}' (has: {', '.join(meta.splits)})")
     fingerprint = split_fingerprint(root, split)
     table = pd.read_parquet(root / "data" / f"{split}.parquet")
-    key = hashlib.sha256(f"{fingerprint}:{frames}:{size}".encode()).hexdigest()[:24]
+    names = [_media_name(root, split, v) for v in table["video"]]
+    still = bool(names) and all(Path(n).suffix.lower() in STILL_SUFFIXES for n in names)
+    key = hashlib.sha256(f"{STORE_FORMAT}:{fingerprint}:{'still' if still else frames}:{size}"
+                         .encode()).hexdigest()[:24]
     cache_dir = Path(cache_dir or pabench_home() / "cache" / "decoded")
     cached = cache_dir / f"{meta.name}-{split}-{key}.npy"
-    videos = read_cached_array(cached)
-    if videos is None:
-        names = [_media_name(root, split, v) for v in table["video"]]
+    stored = open_npy(cached)
+    if stored is None:
         # --embed-media builds carry the bytes in `video_bytes`; `video` stays the key
         sources = (list(table["video_bytes"]) if "video_bytes" in table
                    else [root / n for n in names])
-
-        def one(source: Path | bytes, name: str) -> np.ndarray:
-            return _resample(decode_video(source, root / name), frames, size)
-
-        with ThreadPoolExecutor(workers) as pool:
-            decoded = list(pool.map(one, sources, names))
-        shapes = {v.shape for v in decoded}
-        if len(shapes) != 1:
-            raise PabenchError(
-                f"{root}/{split}: videos differ in shape {sorted(shapes)[:3]}; "
-                "pass frames= and size= to resample"
-            )
-        videos = np.stack(decoded)
-        write_cached_array(cached, videos)
+        stored = _decode_split(root, split, sources, names, cached,
+                               frames=None if still else frames, size=size, workers=workers)
+    videos = present(stored, frames if still else None)
     n = len(table)
     action = table["action"].to_numpy(np.int64) if meta.action_classes else None
     attrs = frame_attrs = None
@@ -168,30 +182,31 @@ def load_clipset(
     )
 
 
-def read_cached_array(path: Path) -> np.ndarray | None:
-    """Return the cached array only if its recorded content hash still matches."""
-    sidecar = path.with_suffix(".json")
-    if not (path.is_file() and sidecar.is_file()):
-        return None
-    try:
-        expected = json.loads(sidecar.read_text())["sha256"]
-        data = path.read_bytes()
-    except (OSError, ValueError, KeyError):
-        return None
-    if hashlib.sha256(data).hexdigest() != expected:
-        return None  # corrupted or truncated: rebuild rather than trust it
-    try:
-        return np.load(io.BytesIO(data), allow_pickle=False)
-    except ValueError:
-        return None
+def _decode_split(root: Path, split: str, sources: list, names: list[str], path: Path, *,
+                  frames: int | None, size: int | None, workers: int) -> np.memmap:
+    """Decode a split into the store at `path`, video by video in order, never holding more
+    than a few decoded videos per worker."""
 
+    def one(source: Path | bytes, name: str) -> np.ndarray:
+        return _resample(decode_video(source, root / name), frames, size)
 
-def write_cached_array(path: Path, videos: np.ndarray) -> None:
-    """The array and its content hash, each written atomically (the hash last, so a reader
-    never trusts an array whose hash it has not seen)."""
-    buf = io.BytesIO()
-    np.save(buf, videos, allow_pickle=False)
-    data = buf.getvalue()
-    atomic_write_bytes(path, data)
-    atomic_write_text(path.with_suffix(".json"), json.dumps(
-        {"sha256": hashlib.sha256(data).hexdigest(), "shape": videos.shape}))
+    def decoded(pool: ThreadPoolExecutor) -> Iterator[tuple[str, np.ndarray]]:
+        window = 4 * workers
+        for i in range(0, len(names), window):
+            part = slice(i, i + window)
+            yield from zip(names[part], pool.map(one, sources[part], names[part]), strict=True)
+
+    if not names:
+        raise PabenchError(f"{root}/data/{split}.parquet: the split has no videos")
+    with ThreadPoolExecutor(workers) as pool:
+        videos = decoded(pool)
+        _, first = next(videos)
+        with NpyWriter(path, (len(names), *first.shape)) as writer:
+            writer.append(first[None])
+            for name, video in videos:
+                if video.shape != first.shape:
+                    raise PabenchError(
+                        f"{root}/{split}: video {printable(name, 200)!r} has shape {video.shape}"
+                        f", the first {first.shape}; pass frames= and size= to resample")
+                writer.append(video[None])
+            return writer.finish()

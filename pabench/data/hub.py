@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from pabench.data.integrity import DigestCache
 from pabench.errors import PabenchError
 
 META_FILE = "pabench.json"
@@ -144,26 +145,38 @@ def decode_video(source: str | Path | bytes, name: str | Path | None = None) -> 
     return np.stack(frames)
 
 
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def split_fingerprint(root: Path, split: str, *, digests: DigestCache | None = None,
+                      verify: bool = False) -> str:
+    """Content hash of a split: its parquet and every media file it references.
 
-
-def split_fingerprint(root: Path, split: str) -> str:
-    """Content hash of a split: its parquet and every media file it references."""
+    Each file's digest comes from the digest cache while its stamp is unchanged (a load of an
+    unchanged split reads no media); `verify` re-hashes every file."""
+    cache = digests if digests is not None else DigestCache()
     h = hashlib.sha256()
     parquet = root / "data" / f"{split}.parquet"
-    h.update(file_sha256(parquet).encode())
+    h.update(cache.sha256(parquet, verify=verify).encode())
     media = root / "videos" / split
     if media.is_dir():
         for path in sorted(media.rglob("*")):
             if path.is_file():
                 h.update(str(path.relative_to(root)).encode())
-                h.update(file_sha256(path).encode())
+                h.update(cache.sha256(path, verify=verify).encode())
+    if digests is None:
+        cache.save()
     return h.hexdigest()
+
+
+def verify_dataset(root: Path) -> dict[str, bool]:
+    """Split -> whether its files, every one re-read, still hash to the fingerprint recorded
+    at build time (the on-demand full check; loads only compare stamps)."""
+    meta = read_meta(root)
+    cache = DigestCache()
+    try:
+        return {s: meta.fingerprints.get(s) == split_fingerprint(root, s, digests=cache,
+                                                                 verify=True)
+                for s in meta.splits}
+    finally:
+        cache.save()
 
 
 def write_split(root: Path, split: str, rows: pd.DataFrame, features: datasets.Features) -> Path:
@@ -220,7 +233,9 @@ def write_card(root: Path, meta: DatasetMeta, features: datasets.Features, card:
 
 
 def write_meta(root: Path, meta: DatasetMeta) -> Path:
-    meta.fingerprints = {s: split_fingerprint(root, s) for s in meta.splits}
+    cache = DigestCache()  # the media were just written: their digests are computed once here
+    meta.fingerprints = {s: split_fingerprint(root, s, digests=cache) for s in meta.splits}
+    cache.save()
     path = root / META_FILE
     path.write_text(meta.model_dump_json(indent=2) + "\n")
     return path
