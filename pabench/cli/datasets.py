@@ -1,4 +1,4 @@
-"""`pabench datasets list|info|build|push`.
+"""`pabench datasets list|info|build|push|view`.
 
 Names, paths and messages printed here can come from the user or from downloaded files, so they
 go through the shared consoles (markup off) and `cell`/`clean`, never through Rich markup.
@@ -8,6 +8,7 @@ $PABENCH_HOME/datasets, so that a build is found without repeating a path."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -200,3 +201,60 @@ def push(
     folder = (data_dir or data_home()) / name
     url, n = push_dataset(folder, repo_id, private=private, revision=revision)
     out.print(f"pushed {clean(name)}: {n} files -> {clean(url)}", soft_wrap=True)
+
+
+@app.command()
+def view(
+    name: Annotated[str, typer.Argument(help="A built dataset: NAME (under --data-dir, or a "
+                                             "synth-* dataset, built on first use) or its folder")],
+    anonymizer: Annotated[
+        str | None, typer.Option(help="Also show each clip anonymized by this submission file "
+                                      "or baseline:NAME (raw and anonymized group slices)")
+    ] = None,
+    data_dir: Annotated[
+        Path | None, typer.Option(help=f"The folder you built into ({DATA_HOME_HELP}; "
+                                       "synth-* datasets: pabench evaluate's folder)")
+    ] = None,
+    preset: Annotated[str, typer.Option(help="synth-* datasets: tiny or standard")] = "tiny",
+    address: Annotated[str, typer.Option(help="Address the App listens on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port the App listens on")] = 5151,
+    no_app: Annotated[bool, typer.Option("--no-app", help="Build or reuse the FiftyOne "
+                                                          "dataset, print its name, no App")
+                      ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Inspect a dataset in FiftyOne: labels, per-frame labels, masks (needs the fiftyone extra).
+
+    Prints the FiftyOne dataset's name (reused while the data is unchanged), then serves the
+    App until Ctrl-C."""
+    from pabench.data.fiftyone_view import build_view, find_dataset, import_fiftyone, serve_app
+
+    with checking_arguments():
+        import_fiftyone()  # before any work: the fix is an install, not a retry
+        if anonymizer and not anonymizer.startswith("baseline:") and not Path(anonymizer).is_file():
+            raise PabenchError(f"--anonymizer {clean(anonymizer)}: file not found (a submission "
+                               "file or baseline:NAME)")
+        if not 0 < port < 65536:
+            raise PabenchError(f"--port {port}: not a TCP port (1-65535)")
+    with progress_bar() as bar:
+        with checking_arguments():
+            root = find_dataset(name, data_dir, preset, progress=bar)
+        result = build_view(root, anonymizer, progress=bar)
+    err.print(f"FiftyOne dataset {result.name}: {result.samples} samples"
+              f"{' (reused)' if result.reused else ''} in {result.seconds:.1f} s")
+    if no_app:
+        if json_out:
+            print_json(result.as_json())
+        else:
+            out.print(result.name, soft_wrap=True)
+        return
+
+    def ready(url: str) -> None:
+        if json_out:
+            print_json({**result.as_json(), "url": url})
+        else:
+            out.print(Text.assemble(cell(result.name), " ", cell(url)), soft_wrap=True)
+        sys.stdout.flush()  # a script waiting for the URL gets it now, not at exit
+        err.print("serving the FiftyOne App; Ctrl-C stops it")
+
+    serve_app(result.name, address, port, ready)

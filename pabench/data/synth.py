@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import cv2
 import datasets
 import numpy as np
 import pandas as pd
@@ -327,6 +328,35 @@ def render_clip(rng: np.random.Generator, action: str, frames: int, size: int,
     )
 
 
+MASK_PERSON, MASK_FACE = 85, 170
+"""Grey levels of a stored mask image (a face pixel that is also a person pixel is 255), so
+one lossless PNG keeps both masks exactly and is readable by eye."""
+
+
+def encode_masks(person: np.ndarray, face: np.ndarray) -> bytes:
+    """A clip's person and face masks (uint8 [T, H, W] in {0, 1}) as one PNG of its frames
+    stacked vertically: deterministic bytes (so builds keep one fingerprint) at a few bytes
+    per frame, where an .npz would carry a zip timestamp."""
+    t, h, w = person.shape
+    grey = (person * MASK_PERSON + face * MASK_FACE).astype(np.uint8).reshape(t * h, w)
+    ok, png = cv2.imencode(".png", grey)
+    assert ok, "OpenCV failed to encode a PNG"
+    return png.tobytes()
+
+
+def decode_masks(data: bytes, frames: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """`encode_masks`' bytes back to (person, face) uint8 [T, H, W]; a file of another shape
+    or with other grey levels raises a one-line PabenchError naming `name`."""
+    grey = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_UNCHANGED)
+    if grey is None or grey.ndim != 2 or grey.dtype != np.uint8 or grey.shape[0] % frames:
+        raise PabenchError(f"{name}: not a mask image of {frames} stacked frames")
+    if not np.isin(grey, (0, MASK_PERSON, MASK_FACE, MASK_PERSON + MASK_FACE)).all():
+        raise PabenchError(f"{name}: mask image has grey levels other than 0, "
+                           f"{MASK_PERSON}, {MASK_FACE} and {MASK_PERSON + MASK_FACE}")
+    stack = grey.reshape(frames, -1, grey.shape[1])
+    return (stack & 1).astype(np.uint8), ((stack >> 1) & 1).astype(np.uint8)
+
+
 def clip_rng(seed: int, dataset: str, split: str, index: int) -> np.random.Generator:
     """Per-clip generator so clips can be rendered in any order or process, deterministically."""
     key = sum(ord(c) * (i + 1) for i, c in enumerate(f"{dataset}/{split}"))
@@ -390,7 +420,9 @@ SYNTH_CARD = dict(
         "pixels). Every clip samples all motion processes (travel, bounce, scale, width "
         "oscillation, arm swing, zigzag, shake, pulse) and the action decides which evolve over "
         "time, the rest frozen at a random phase, so a single frame carries no action "
-        "information. Attributes are drawn independently of the action."
+        "information. Attributes are drawn independently of the action. The `masks` column "
+        "names a PNG beside each video holding its person and face masks: the frames stacked "
+        "vertically, grey 85 = person, 170 = face, 255 = both."
     ),
     intended_use=(
         "Fast, download-free evaluation of video anonymizers on CPU; checking that an anonymizer "
@@ -460,7 +492,8 @@ def build_synth(
 
 
 def _features(spec: SynthDatasetSpec, frames: int) -> datasets.Features:
-    feats: dict = {"video_id": datasets.Value("string"), "video": datasets.Value("string")}
+    feats: dict = {"video_id": datasets.Value("string"), "video": datasets.Value("string"),
+                   "masks": datasets.Value("string")}
     if spec.action_label:
         feats["action"] = datasets.ClassLabel(names=list(spec.actions))
     for a in spec.attributes:
@@ -482,7 +515,10 @@ def _render_and_write(task: tuple) -> tuple[str, dict]:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(encode_mp4(clip.video))
-    row: dict = {"video_id": vid, "video": rel}
+    # beside the video, so the split's fingerprint and a push cover them
+    masks = f"videos/{split}/{vid}.masks.png"
+    (root / masks).write_bytes(encode_masks(clip.person_mask, clip.face_mask))
+    row: dict = {"video_id": vid, "video": rel, "masks": masks}
     if spec.action_label:
         row["action"] = spec.actions.index(clip.action)
     for a in spec.attributes:

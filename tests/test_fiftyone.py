@@ -1,0 +1,203 @@
+"""`pabench datasets view`: a tiny pa-synth split as a FiftyOne dataset, and the App's lifecycle.
+
+FiftyOne runs on a database of this test module only (FIFTYONE_DATABASE_DIR in a temporary
+folder), never the user's. Tests that need FiftyOne skip when the extra is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+import av
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from pabench.cli import app
+from pabench.data import synth
+from pabench.errors import PabenchError
+
+pytestmark = pytest.mark.fiftyone
+CLIPS = 6
+
+
+@pytest.fixture(scope="module")
+def fo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """FiftyOne on a database of its own (set before FiftyOne reads its config)."""
+    db = tmp_path_factory.mktemp("fiftyone-db")
+    before = os.environ.get("FIFTYONE_DATABASE_DIR")
+    os.environ["FIFTYONE_DATABASE_DIR"] = str(db)
+    from pabench.data.fiftyone_view import import_fiftyone
+
+    try:
+        fiftyone = import_fiftyone()
+    except PabenchError as e:
+        pytest.skip(str(e))
+    fiftyone.config.database_dir = str(db)
+    yield fiftyone
+    if before is None:
+        os.environ.pop("FIFTYONE_DATABASE_DIR", None)
+    else:
+        os.environ["FIFTYONE_DATABASE_DIR"] = before
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """synth-pa at the tiny preset's clip shape, cut to a few test clips."""
+    out = tmp_path_factory.mktemp("synth-view")
+    tiny = synth.PRESETS["tiny"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(synth.PRESETS, "tiny", replace(tiny, counts={"synth-pa": {"test": CLIPS}}))
+        synth.build_synth(out, preset="tiny", names=("synth-pa",), workers=1)
+    return out / "synth-pa"
+
+
+def _view(*args: str) -> dict:
+    result = CliRunner().invoke(app, ["datasets", "view", *args, "--no-app", "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_stored_masks_are_the_rendered_ones(split: Path) -> None:
+    table = pd.read_parquet(split / "data" / "test.parquet")
+    for index in (0, CLIPS - 1):
+        clip = synth.render_dataset_clip(0, "synth-pa", "test", index, synth.PRESETS["tiny"])
+        path = split / table["masks"][index]
+        person, face = synth.decode_masks(path.read_bytes(), 8, str(path))
+        assert np.array_equal(person, clip.person_mask) and np.array_equal(face, clip.face_mask)
+        assert person.sum() > 0
+    with pytest.raises(PabenchError, match="not a mask image of 3 stacked frames"):
+        synth.decode_masks(path.read_bytes(), 3, "m.png")
+
+
+def test_view_without_the_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pabench.data.fiftyone_view import import_fiftyone
+
+    monkeypatch.setitem(sys.modules, "fiftyone", None)  # import fails as if not installed
+    with pytest.raises(PabenchError, match=r'pip install -e "\.\[fiftyone\]"'):
+        import_fiftyone()
+
+
+def test_view_labels_masks_slices_and_reuse(fo: ModuleType, split: Path) -> None:
+    start = time.perf_counter()
+    first = _view(str(split), "--anonymizer", "baseline:downsample-4x")
+    built = time.perf_counter() - start
+    print(f"FiftyOne view of {CLIPS} clips with an anonymized slice built in {built:.1f} s")
+    assert first["samples"] == 2 * CLIPS and first["slices"] == ["raw", "anonymized"]
+    assert not first["reused"] and first["name"].startswith("pabench-synth-pa-")
+    dataset = fo.load_dataset(first["name"])
+    assert dataset.persistent and dataset.media_type == "group"
+    assert dataset.group_slices == ["raw", "anonymized"]
+    table = pd.read_parquet(split / "data" / "test.parquet").set_index("video_id")
+    raw = dataset.select_group_slices("raw")
+    anonymized = dataset.select_group_slices("anonymized")
+    assert len(raw) == len(anonymized) == CLIPS
+    assert set(raw.distinct("tags")) == {"test"}
+    for sample in raw:
+        row = table.loc[sample["video_id"]]
+        assert sample["action"].label == synth.KNOWN_ACTIONS[row["action"]]
+        privacy = {c.label for c in sample["privacy"].classifications}
+        assert privacy == {a for a in synth.KNOWN_ATTRIBUTES if row[a] == 1}
+        m = sample.metadata
+        assert (m.frame_width, m.frame_height, m.total_frame_count, m.frame_rate) == \
+            (128, 128, 8, 8.0)
+        with av.open(sample.filepath) as container:  # a preview browsers play
+            stream = container.streams.video[0]
+            assert (stream.codec_context.name, stream.format.name) == ("h264", "yuv420p")
+        assert len(sample.frames) == 8
+        for i, frame in sample.frames.items():
+            labels = frame["privacy"].classifications if frame["privacy"] else []
+            seen = {c.label for c in labels}
+            assert ("face" in seen) == bool(row["frames_face"][i - 1])
+            mask = frame["masks"].mask
+            assert mask.shape == (32, 32) and set(np.unique(mask)) <= {0, 1, 2}
+            assert (mask > 0).sum() > 0
+    assert dataset.mask_targets == {"frames.masks": {1: "person", 2: "face"}}
+    pair = dataset.get_group(raw.first().group.id)
+    with av.open(pair["raw"].filepath) as a, av.open(pair["anonymized"].filepath) as b:
+        x, y = (next(c.decode(video=0)).to_ndarray(format="rgb24") for c in (a, b))
+    assert np.abs(x.astype(int) - y).mean() > 2  # a downsampled clip is not the raw one
+
+    names = fo.list_datasets()
+    again = _view(str(split), "--anonymizer", "baseline:downsample-4x")
+    assert again["reused"] and again["name"] == first["name"] and fo.list_datasets() == names
+
+    plain = _view(str(split))
+    assert plain["slices"] == [] and plain["samples"] == CLIPS
+    assert fo.load_dataset(plain["name"]).media_type == "video"
+
+    changed = table.reset_index()  # an edited label is another content: a new view ...
+    changed.loc[0, "action"] = (changed.loc[0, "action"] + 1) % len(synth.KNOWN_ACTIONS)
+    changed.to_parquet(split / "data" / "test.parquet")
+    rebuilt = _view(str(split))
+    assert rebuilt["name"] != plain["name"]
+    assert plain["name"] not in fo.list_datasets()  # ... that replaces the stale one
+    assert first["name"] in fo.list_datasets()  # another anonymizer's view is kept
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def test_app_serves_and_ctrl_c_leaves_no_process(fo: ModuleType, split: Path) -> None:
+    import psutil
+
+    port = _free_port()
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pabench.cli", "datasets", "view", str(split), "--port",
+         str(port), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        selector = selectors.DefaultSelector()
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        text = b""
+        while not text.rstrip().endswith(b"}"):  # printed once the App answers
+            assert selector.select(timeout=max(0.0, start + 150 - time.perf_counter())), \
+                "the App did not start within 150 s"
+            chunk = os.read(proc.stdout.fileno(), 1 << 16)
+            assert chunk, f"view exited: {proc.wait()} {proc.stderr.read()[-2000:]!r}"
+            text += chunk
+        served = json.loads(text)
+        assert served["url"] == f"http://127.0.0.1:{port}/datasets/{served['name']}"
+        print(f"App answered {time.perf_counter() - start:.1f} s after the command started")
+        with urllib.request.urlopen(served["url"], timeout=10) as response:
+            assert response.status == 200
+        children = [p.pid for p in psutil.Process(proc.pid).children(recursive=True)]
+        assert children, "the App server runs as a child of the command"
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in children if _alive(pid)]
+    with pytest.raises(OSError):  # nothing listens on the port any more
+        urllib.request.urlopen(served["url"], timeout=5)
