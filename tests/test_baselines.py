@@ -72,8 +72,8 @@ def test_all_lists_every_baseline_identity_first() -> None:
     names = expand_names("all")
     assert names[0] == "identity"
     # controls x3, downsample x4, black x1 + blur x2 strengths per {box, seg} x {face, body},
-    # learned x2
-    assert len(names) == 1 + 3 + 4 + 4 + 8 + 2 == len(set(names))
+    # learned x6 (spact, penalty, vita, vita-grl, vita-kbeam, mppar)
+    assert len(names) == 1 + 3 + 4 + 4 + 8 + 6 == len(set(names))
     assert names[1:4] == ["invert", "channel-permute", "black"]
     assert {"downsample-16x", "seg-blur-body-weak", "box-black-face", "spact"} <= set(names)
     assert expand_names("downsample-2x,box-black-body") == ["downsample-2x", "box-black-body"]
@@ -222,8 +222,9 @@ def test_registry_is_complete_whatever_was_imported() -> None:
                          timeout=120, check=True)
     names = out.stdout.strip().split(",")
     assert {"identity", "downsample-4x", "seg-blur-body-weak", "spact", "vita"} <= set(names)
-    assert len(names) == 22 == len(expand_names("all"))
-    assert names[0] == "identity" and expand_names("all")[-2:] == ["spact", "vita"]
+    assert len(names) == 26 == len(expand_names("all"))
+    assert names[0] == "identity" and expand_names("all")[-6:] == [
+        "spact", "penalty", "vita", "vita-grl", "vita-kbeam", "mppar"]
 
 
 @pytest.mark.parametrize("corrupt", ["text", "other-architecture"])

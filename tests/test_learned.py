@@ -1,10 +1,15 @@
-"""Learned baselines (SPAct, VITA): training, export, recipes, DDP. Micro recipes keep it fast."""
+"""Learned baselines (SPAct, penalty, VITA and its solvers): training, export, recipes, DDP,
+checkpoints and resume. Micro recipes keep it fast."""
 
 from __future__ import annotations
 
+import copy
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,25 +31,33 @@ from pabench.data.synth import (
     clip_rng,
 )
 from pabench.errors import PabenchError
+from pabench.protocols import PROTOCOLS
 from pabench.submission import load_submission, validate
 from pabench.training.anonymizer import (
+    _SSL,
     METHODS,
+    RECIPES,
     Batches,
     SPActRecipe,
     TrainResult,
+    _evaluating,
+    _Run,
     default_recipe,
     load_recipe,
     pretrain_identity,
     render_pool,
+    train_anonymizer,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
 _SMALL = {"clips": 16, "batch": 4, "width": 4, "identity_steps": 2, "target_steps": 2}
-MICRO = {
-    "spact": {**_SMALL, "steps": 2, "ssl_steps": 2, "ssl_hidden": 16, "ssl_dim": 8},
-    "vita": {**_SMALL, "steps": 3, "budget_steps": 2, "budget_clips": 8, "restart_every": 1},
-}
+_MICRO_SSL = {**_SMALL, "steps": 2, "ssl_steps": 2, "ssl_hidden": 16, "ssl_dim": 8}
+_MICRO_VITA = {**_SMALL, "steps": 3, "budget_steps": 2, "budget_clips": 8, "restart_every": 1}
+MICRO = {"spact": _MICRO_SSL, "penalty": _MICRO_SSL, "vita": _MICRO_VITA,
+         "vita-grl": _MICRO_VITA, "mppar": _MICRO_VITA,
+         "vita-kbeam": {**_MICRO_VITA, "budget_models": ["tiny-vgg2d", "tiny-vgg2d"]}}
+EXPORTED = ("spact", "vita")  # the others share the export path: their loops are tested below
 
 
 def _micro(tmp_path: Path, method: str) -> Path:
@@ -53,14 +66,15 @@ def _micro(tmp_path: Path, method: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", EXPORTED)
 def test_micro_recipe_trains_exports_both_formats_and_validates(tmp_path, method):
     recipe = _micro(tmp_path, method)
     x = torch.rand(2, 3, 8, 32, 32, generator=torch.Generator().manual_seed(1))
     for i, fmt in enumerate(("torch.export", "torchscript")):
         out = tmp_path / fmt / f"{method}.pt2"
-        res = runner.invoke(app, ["baselines", "train", method, "--recipe", str(recipe),
-                                  "--out", str(out), "--format", fmt], env={"COLUMNS": "200"})
+        res = runner.invoke(app, ["train-baseline", method, "--recipe", str(recipe),
+                                  "--out", str(out), "--format", fmt, "--eval-every", "1"],
+                            env={"COLUMNS": "200"})
         assert res.exit_code == 0, res.output
         assert ("reused" in res.output) == (i > 0)  # the second export reuses the cache
         assert "minimax:" in res.output and "identity:" in res.output
@@ -68,7 +82,14 @@ def test_micro_recipe_trains_exports_both_formats_and_validates(tmp_path, method
         assert sub.format == fmt
         digest = learned_baselines.recipe_digest(load_recipe(recipe, method))
         assert sub.name == sub.meta.name == f"{method}-{digest}"  # never the baseline's name
-        assert sub.meta.training_data == training_data(method)
+        assert sub.meta.training_data == training_data(method, load_recipe(recipe, method))
+        assert sub.meta.training_recipe == {**load_recipe(recipe, method).model_dump(
+            mode="json")} and sub.meta.training_recipe["seed"] == 0  # seeds recorded
+        rows = out.with_suffix(".curves.csv").read_text().splitlines()
+        assert rows[0].startswith("step,") and "val_top1" in rows[0]
+        assert [r.split(",")[0] for r in rows[1:]] == [str(i) for i in
+                                                      range(MICRO[method]["steps"] + 1)]
+        assert out.with_suffix(".curves.png").read_bytes()[:4] == b"\x89PNG"
         report = validate(sub, frames=8, size=32)
         assert report.checks[-1] == "memory_budget"
         trained = load_or_train(method, "tiny", recipe=load_recipe(recipe, method)).net
@@ -127,7 +148,7 @@ def test_bad_recipes_are_one_line_errors_naming_the_file(tmp_path):
     model.write_text('{"budget_models": ["tiny3d"]}')
     with pytest.raises(PabenchError, match=r"model\.json: budget_models: .*video model"):
         load_recipe(model, "vita")
-    out = subprocess.run([sys.executable, "-m", "pabench.cli", "baselines", "train", "spact",
+    out = subprocess.run([sys.executable, "-m", "pabench.cli", "train-baseline", "spact",
                           "--recipe", str(typo), "--out", str(tmp_path / "x.pt2")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 1 and "typo.json: invalid: stepz" in out.stderr
@@ -153,14 +174,130 @@ def test_declared_training_data_is_known_only():
         assert declared is not None and declared.action_classes == list(KNOWN_ACTIONS)
         assert not set(declared.action_classes) & set(NOVEL_ACTIONS)
         assert not set(declared.attributes) & set(NOVEL_ATTRIBUTES)
-    assert get_anonymizer("spact").training_data.attributes == []  # self-supervised
-    assert get_anonymizer("vita").training_data.attributes == list(KNOWN_ATTRIBUTES)
+    for method in ("spact", "penalty"):  # self-supervised
+        assert get_anonymizer(method).training_data.attributes == []
+    for method in ("vita", "vita-grl", "vita-kbeam"):
+        assert get_anonymizer(method).training_data.attributes == list(KNOWN_ATTRIBUTES)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_training_attackers_are_disjoint_from_every_ranked_protocols(method):
+    """VITA's protocol: the architectures that score an anonymizer are not those it trained
+    against. Checked on the checked-in recipe, over every ranked protocol of every benchmark."""
+    trained = set(load_recipe(ROOT / "baselines" / f"{method}.json", method).attackers())
+    assert trained and trained == set(get_anonymizer(method).training_data.attackers)
+    for pid, spec in PROTOCOLS.items():
+        if spec.role == "ranked":
+            assert not trained & set(spec.attackers), (pid, trained & set(spec.attackers))
+
+
+def _utility(ft: torch.nn.Module, a: torch.Tensor, y: torch.Tensor) -> float:
+    """f_T's top-1 (%) with batch statistics and no dropout (running statistics are still
+    immature after a few steps), on a copy so the run is untouched."""
+    ft = copy.deepcopy(ft).train()
+    for module in ft.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.eval()
+    with torch.no_grad():
+        return 100 * float((ft(a).argmax(1) == y).float().mean())
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_short_training_lowers_the_privacy_term_and_keeps_the_action(method):
+    """Against the privacy side as pretrained (frozen, so only f_A's direction is measured),
+    eight minimax iterations lower f_A's privacy term on the training clips, while f_T still
+    recognises the actions in f_A's output (within 20 points, and at least 3x chance)."""
+    ssl = dict(ssl_steps=10, ssl_hidden=16, ssl_dim=8)
+    vita = dict(budget_steps=10, budget_clips=16, restart_every=100,
+                budget_models=["tiny-vgg2d"] * (2 if method in ("vita-kbeam", "mppar") else 1))
+    extra = {"spact": ssl, "penalty": {**ssl, "penalty_bound": 0.05}}.get(method, vita)
+    recipe = RECIPES[method](clips=16, batch=4, width=4, identity_steps=10, target_steps=30,
+                             steps=8, anonymizer_lr=1e-2, target_lr=5e-3, **extra)
+    run = _Run(recipe, "tiny", "cpu", None)
+    run.pretrain()
+    privacy = run.privacy.models()
+    side = run.privacy
+    for opt in [side.opt_b] if isinstance(side, _SSL) else side.opts:  # type: ignore[attr-defined]
+        for group in opt.param_groups:
+            group["lr"] = 0.0  # frozen as pretrained
+    x, yb = run.batches.pool.videos.float().div(255), run.batches.pool.attributes
+
+    def measure() -> tuple[float, float]:
+        with _evaluating(run.nets.fa, batch_stats=tuple(privacy)):
+            a = run.nets.fa(x)
+            term = float(run.privacy.term(a, yb))
+        return term, _utility(run.nets.ft, a, run.batches.pool.actions)
+
+    (term0, top0), _ = measure(), run.iterate()
+    term1, top1 = measure()
+    print(f"{method}: privacy term {term0:.3f} -> {term1:.3f}, f_T top-1 {top0:.1f} -> {top1:.1f}")
+    assert term1 < term0
+    assert top1 >= top0 - 20 and top1 >= 3 * 100 / len(KNOWN_ACTIONS)
+
+
+def test_mppar_first_order_option_changes_the_meta_step_only():
+    """The first-order meta step drops the second-order term: same data, same splits, other
+    weights; both finite."""
+    nets = {}
+    for first_order in (False, True):
+        recipe = RECIPES["mppar"](**{**MICRO["mppar"], "steps": 2, "anonymizer_lr": 1e-2},
+                                  first_order=first_order)
+        result = train_anonymizer(recipe, "tiny")
+        assert result.losses["minimax"]["steps"] == 2
+        nets[first_order] = result.net.state_dict()
+    assert all(torch.isfinite(v).all() for sd in nets.values() for v in sd.values())
+    assert any(not torch.equal(nets[False][k], nets[True][k]) for k in nets[False])
+
+
+def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
+    """SIGKILL after the first minimax checkpoint, `--resume`, and compare with a run that was
+    never interrupted (curves do not move weights, so that one runs in-process without them)."""
+    spec = {**MICRO["spact"], "steps": 40}
+    recipe = tmp_path / "resume.json"
+    recipe.write_text(json.dumps(spec))
+    home = tmp_path / "home"
+    env = {**os.environ, "PABENCH_HOME": str(home), "OMP_NUM_THREADS": "1"}
+    loaded = load_recipe(recipe, "spact")
+    ckpt = cache_path("spact", "tiny", loaded, home / "models").with_suffix(".ckpt")
+    out = tmp_path / "spact.pt2"
+    cmd = [sys.executable, "-m", "pabench.cli", "train-baseline", "spact", "--preset", "tiny",
+           "--recipe", str(recipe), "--out", str(out), "--eval-every", "10"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    killed_at = None
+    deadline = time.monotonic() + 120
+    while killed_at is None and time.monotonic() < deadline and proc.poll() is None:
+        if ckpt.is_file():
+            state = torch.load(ckpt, weights_only=True)
+            if state["minimax"]["done"] > 0:
+                proc.send_signal(signal.SIGKILL)
+                killed_at = state["minimax"]["done"]
+        time.sleep(0.02)
+    proc.wait(timeout=30)
+    assert killed_at is not None and killed_at < spec["steps"], "the run was not killed mid-way"
+    assert not out.exists()
+    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    resumed = torch.load(cache_path("spact", "tiny", loaded, home / "models"),
+                         weights_only=True)
+    assert not ckpt.exists()  # removed once the cache is written
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as the CLI runs above: the thread count moves float reductions
+    try:
+        fresh = load_or_train("spact", "tiny", recipe=loaded, cache_dir=tmp_path / "fresh").net
+    finally:
+        torch.set_num_threads(threads)
+    for key, value in fresh.state_dict().items():
+        assert torch.equal(resumed["weights"][key], value), key
+    steps = [r.split(",")[0] for r in out.with_suffix(".curves.csv").read_text().splitlines()]
+    assert steps[1:] == [str(i) for i in range(0, spec["steps"] + 1, 10)]  # each row once
+    print(f"killed after minimax step {killed_at} of {spec['steps']}; resumed to equal weights")
 
 
 def test_torchrun_two_ranks_train_identical_anonymizers(tmp_path):
     worker = Path(__file__).with_name("learned_ddp_worker.py")
     logs = tmp_path / "logs"
-    pairs = [str(a) for m in METHODS for a in (m, _micro(tmp_path, m))]
+    pairs = [str(a) for m in EXPORTED for a in (m, _micro(tmp_path, m))]
     out = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          f"--log-dir={logs}", "--redirects=3", str(worker), str(tmp_path), *pairs],
@@ -172,6 +309,6 @@ def test_torchrun_two_ranks_train_identical_anonymizers(tmp_path):
     assert out.returncode == 0, rank_logs or out.stderr[-2000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["world"] == 2
-    for method in METHODS:
+    for method in EXPORTED:
         assert ranks[0][method] == ranks[1][method]  # same steps, same weights on both ranks
         assert ranks[0][method]["steps"]["minimax"] == MICRO[method]["steps"]

@@ -1,16 +1,19 @@
-"""SPAct and VITA as baselines: registered, trained on first use and cached, and exported.
+"""The learned baselines (SPAct, penalty-driven SPAct, VITA and its GRL and K-Beam solvers,
+MPPAR): registered, trained on first use and cached, and exported.
 
-`baseline:spact` and `baseline:vita` train for the requested preset (recipes and loops in
+`baseline:NAME` trains for the requested preset (recipes and loops in
 `pabench.training.anonymizer`, the network in `pabench.anonymizers.learned`) on clips rendered
-from a seed namespace no benchmark split uses, with known actions only (and, for VITA, known
-attributes only), and cache the weights under `BuildContext.cache_dir` keyed by preset,
-`VERSION` and a hash of the recipe. `train_and_export` writes one as a submission file with
-its sidecar (`pabench baselines train`).
+from a seed namespace no benchmark split uses, with known actions only (and, for the VITA
+family, known attributes only), against architectures no protocol scores with, and caches the
+weights under `BuildContext.cache_dir` keyed by preset, `VERSION` (the code) and a hash of the
+recipe. `train_and_export` (`pabench train-baseline`) writes one as a submission file with its
+sidecar, the curves of its training beside it, and checkpoints it can resume from.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,66 +33,81 @@ from pabench.runtime import (
     check_writable,
     init_distributed,
     is_rank0,
+    pabench_home,
 )
 from pabench.submission import SubmissionMeta, TrainingData, check_format, export_submission
 from pabench.training.anonymizer import (
+    AnyRecipe,
     Log,
-    SPActRecipe,
     TrainResult,
     VitaRecipe,
     default_recipe,
     load_recipe,
     train_anonymizer,
 )
+from pabench.training.curves import Curves
 
-VERSION = "v1"  # bump when the architecture, the training data or the training code changes
+VERSION = "v2"  # bump when the architecture, the training data or the training code changes
 DECLARED_DATASET = f"pa-synth-{TRAIN_DATASET}"
 PAPERS = {
     "spact": "https://arxiv.org/abs/2203.15205",
     "vita": "https://arxiv.org/abs/1906.05675",
+    "vita-grl": "https://arxiv.org/abs/1906.05675",
+    "vita-kbeam": "https://arxiv.org/abs/1906.05675",
 }
 
 
-def training_data(method: str) -> TrainingData:
-    """What a learned baseline sees in training: known actions always; VITA's supervised
-    attackers also see the known attributes, SPAct's self-supervised branch no labels."""
-    attributes = list(KNOWN_ATTRIBUTES) if method == "vita" else []
-    recipe = default_recipe(method)
-    attackers = (list(recipe.budget_models) if isinstance(recipe, VitaRecipe)
-                 else [recipe.ssl_model])
+def training_data(method: str, recipe: AnyRecipe | None = None) -> TrainingData:
+    """What a learned baseline sees in training: known actions always; the VITA family's
+    supervised attackers also see the known attributes, SPAct's self-supervised branch no
+    labels; and the architectures it was trained against."""
+    spec = recipe if recipe is not None else default_recipe(method)
+    attributes = list(KNOWN_ATTRIBUTES) if isinstance(spec, VitaRecipe) else []
     return TrainingData(datasets=[DECLARED_DATASET], action_classes=list(KNOWN_ACTIONS),
-                        attributes=attributes, attackers=attackers)
+                        attributes=attributes, attackers=list(spec.attackers()))
 
 
-def recipe_digest(recipe: SPActRecipe | VitaRecipe) -> str:
+def recipe_digest(recipe: AnyRecipe) -> str:
     return hashlib.sha256(recipe.model_dump_json().encode()).hexdigest()[:12]
 
 
-def cache_path(method: str, preset: str, recipe: SPActRecipe | VitaRecipe,
+def cache_path(method: str, preset: str, recipe: AnyRecipe,
                cache_dir: Path | None = None) -> Path:
     return models_dir(cache_dir) / f"{method}-{preset}-{VERSION}-{recipe_digest(recipe)}.pt"
 
 
-def load_or_train(method: str, preset: str, *, recipe: SPActRecipe | VitaRecipe | None = None,
+def load_or_train(method: str, preset: str, *, recipe: AnyRecipe | None = None,
                   cache_dir: Path | None = None, device: str = "cpu",
-                  progress: Progress | None = None, log: Log | None = None) -> TrainResult:
+                  progress: Progress | None = None, log: Log | None = None,
+                  curves: Curves | None = None, eval_every: int = 25,
+                  resume: bool = False) -> TrainResult:
     """The trained anonymizer for `method` on `preset`, from the cache or trained now (the
     default recipe unless one is given). Under torchrun every rank trains its share (DDP) and
-    rank 0 writes the cache."""
+    rank 0 writes the cache. Training checkpoints next to the cache file (`.ckpt`, removed once
+    the cache is written); `resume` continues from it."""
     get_preset(preset)
     spec = recipe if recipe is not None else default_recipe(method)
+    path = cache_path(method, preset, spec, cache_dir)
+    checkpoint = path.with_suffix(".ckpt")
 
     def restore(payload: Any) -> TrainResult:
         net = AnonymizerUNet(spec.width)
         net.load_state_dict(payload["weights"])
-        return TrainResult(net.eval(), payload["losses"], cached=True)
+        return TrainResult(net.eval(), payload["losses"], cached=True,
+                           curves=payload.get("curves", []))
 
-    return cached(
-        cache_path(method, preset, spec, cache_dir), restore=restore,
-        train=lambda: train_anonymizer(spec, preset, device=device, progress=progress, log=log),
-        state=lambda result: {"weights": result.net.state_dict(), "losses": result.losses},
+    result = cached(
+        path, restore=restore,
+        train=lambda: train_anonymizer(spec, preset, device=device, progress=progress, log=log,
+                                       curves=curves, eval_every=eval_every,
+                                       checkpoint=checkpoint, resume=resume),
+        state=lambda result: {"weights": result.net.state_dict(), "losses": result.losses,
+                              "curves": result.curves},
         what=f"baseline '{method}' for pa-synth {preset}, minutes on a CPU",
     )
+    if is_rank0() and not result.cached:
+        checkpoint.unlink(missing_ok=True)
+    return result
 
 
 @dataclass(frozen=True)
@@ -101,38 +119,58 @@ class TrainedExport:
     fmt: str
     path: Path
     sidecar: Path
+    curves: tuple[Path, Path]  # CSV log and PNG plot
     cache: Path
     result: TrainResult  # `cached` tells whether it was trained now
 
 
-def train_and_export(method: str, out: Path, *, preset: str = "auto", device: str = "cpu",
-                     recipe: Path | None = None, fmt: str = "torch.export",
-                     progress: Progress | None = None,
-                     log: Log | None = None) -> TrainedExport | None:
+def default_out(method: str, preset: str, recipe: AnyRecipe) -> Path:
+    """Where `pabench train-baseline` writes unless told: the pabench home, one file per
+    method, preset and recipe."""
+    return pabench_home() / "baselines" / f"{method}-{preset}-{recipe_digest(recipe)}.pt2"
+
+
+def train_and_export(method: str, out: Path | None = None, *, preset: str = "auto",
+                     device: str = "cpu", recipe: Path | None = None, fmt: str = "torch.export",
+                     progress: Progress | None = None, log: Log | None = None,
+                     echo: Callable[[str], None] | None = None, eval_every: int = 25,
+                     resume: bool = False) -> TrainedExport | None:
     """Train `method` on pa-synth (or reuse its cache) and write it as a submission file with
-    a sidecar declaring its training data. The sidecar's name is METHOD-RECIPEHASH: a file may
-    not take a baseline's own name. Every argument is checked before training. Under torchrun
-    all ranks train; rank 0 reports (`progress`, `log`), writes and returns, the others
-    return None."""
+    a sidecar declaring its training data and recipe (seeds included), and its training curves
+    as OUT.curves.csv and OUT.curves.png (`echo` gets each curve row as a line). The sidecar's
+    name is METHOD-RECIPEHASH: a file may not take a baseline's own name. Every argument is
+    checked before training. Under torchrun all ranks train; rank 0 reports, writes and
+    returns, the others return None."""
     spec = load_recipe(recipe, method) if recipe is not None else default_recipe(method)
     preset = resolve_preset(preset, check_device(device))
     fmt = check_format(fmt)
-    out = Path(out)
+    if eval_every < 1:
+        raise PabenchError(f"--eval-every must be at least 1, not {eval_every}")
+    out = Path(out) if out is not None else default_out(method, preset, spec)
+    out.parent.mkdir(parents=True, exist_ok=True)
     check_writable(out.parent)  # fail before minutes of training, not after
+    curve_files = (out.with_suffix(".curves.csv"), out.with_suffix(".curves.png"))
     device = init_distributed(device)
     rank0 = is_rank0()
+    curves = Curves(*curve_files, echo=echo) if rank0 else None
     result = load_or_train(method, preset, recipe=spec, device=device,
-                           progress=progress if rank0 else None, log=log if rank0 else None)
-    if not rank0:
+                           progress=progress if rank0 else None, log=log if rank0 else None,
+                           curves=curves, eval_every=eval_every, resume=resume)
+    if curves is None:
         return None
+    if result.cached:  # the curves of the run that made the cache
+        curves.restore(result.curves)
+        curves.write()
     p = get_preset(preset)
     written = export_submission(result.net, out, frames=p.frames, size=p.size, fmt=fmt)
     name = f"{method}-{recipe_digest(spec)}"
-    meta = SubmissionMeta(name=name, paper_url=PAPERS[method], training_data=training_data(method))
+    meta = SubmissionMeta(name=name, paper_url=PAPERS.get(method),
+                          training_data=training_data(method, spec),
+                          training_recipe=spec.model_dump(mode="json"))
     sidecar = atomic_write_text(written.with_suffix(".json"),
                                 meta.model_dump_json(indent=2, exclude_none=True) + "\n")
-    return TrainedExport(name, preset, fmt, written, sidecar, cache_path(method, preset, spec),
-                         result)
+    return TrainedExport(name, preset, fmt, written, sidecar, curve_files,
+                         cache_path(method, preset, spec), result)
 
 
 def _build(method: str, ctx: BuildContext) -> nn.Module:
@@ -146,12 +184,20 @@ def _build(method: str, ctx: BuildContext) -> nn.Module:
 for _method, _desc in (
     ("spact", "SPAct (Dave et al., CVPR 2022): U-Net f_A trained against a self-supervised "
               "NT-Xent privacy branch, no privacy labels"),
+    ("penalty", "Penalty-driven SPAct (Aslam & Nasrollahi, 2025): SPAct with a hinge penalty "
+                "on f_A's RMS change of action clips beyond a bound B"),
     ("vita", "VITA (Wu et al., TPAMI): U-Net f_A trained against a supervised attacker "
              "ensemble (negative entropy, restarts)"),
+    ("vita-grl", "VITA's GRL solver (Wu et al., TPAMI): f_A ascends the most successful "
+                 "attacker's cross-entropy (ensemble, restarts)"),
+    ("vita-kbeam", "VITA's K-Beam solver (Wu et al., TPAMI): f_A ascends the loss of the best "
+                   "of K attacker beams, utility from the joint step (restarts)"),
+    ("mppar", "MPPAR (Peng et al., NeurIPS 2023): f_A meta-learned over attribute- and "
+              "attack-model-different virtual train/test splits"),
 ):
     ANONYMIZERS.add(_method, AnonymizerSpec(
         _method, _desc, lambda ctx, m=_method: _build(m, ctx), "learned",
-        params={"recipe": f"baselines/{_method}.json", "paper": PAPERS[_method],
-                "version": VERSION},
+        params={"recipe": f"baselines/{_method}.json", "version": VERSION,
+                **({"paper": PAPERS[_method]} if _method in PAPERS else {})},
         training_data=training_data(_method),
     ))

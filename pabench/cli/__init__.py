@@ -8,11 +8,13 @@ import typer
 from rich.text import Text
 
 from pabench import __version__
+from pabench.cli import doctor
 from pabench.cli.baselines import app as baselines_app
 from pabench.cli.console import cell, err, out, show_library_log
 from pabench.cli.datasets import app as datasets_app
 from pabench.cli.evaluate import evaluate, protocols_app
 from pabench.cli.leaderboard import app as leaderboard_app
+from pabench.cli.train_baseline import train_baseline
 from pabench.cli.usage import exit_status
 from pabench.errors import PabenchError
 
@@ -22,6 +24,8 @@ app.add_typer(datasets_app, name="datasets")
 app.add_typer(leaderboard_app, name="leaderboard")
 app.add_typer(protocols_app, name="protocols")
 app.command()(evaluate)
+app.command()(doctor.doctor)
+app.command("train-baseline")(train_baseline)
 
 
 def _print_version(value: bool) -> None:

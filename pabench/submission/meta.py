@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from pabench.runtime import read_json, validation_error
 
@@ -30,6 +30,8 @@ class SubmissionMeta(BaseModel):
     paper_url: str | None = None
     licence: str | None = Field(None, validation_alias=AliasChoices("licence", "license"))
     training_data: TrainingData = TrainingData()
+    # settings and seeds an in-repo training used (`pabench train-baseline`), to retrain it
+    training_recipe: dict[str, JsonValue] | None = None
 
 
 def read_meta(path: Path) -> SubmissionMeta:

@@ -1,6 +1,7 @@
-"""Training of the learned anonymizer baselines: SPAct (self-supervised) and VITA (supervised).
+"""Training of the learned anonymizer baselines: SPAct and penalty-driven SPAct
+(self-supervised), VITA with its three minimax solvers and MPPAR (supervised).
 
-Both start as the papers do: the U-Net f_A is pretrained to the identity by L1 reconstruction,
+All start as the papers do: the U-Net f_A is pretrained to the identity by L1 reconstruction,
 then the utility model f_T (action classes) and the privacy side f_B are trained on its output.
 The minimax phase then alternates an f_A update against frozen f_T/f_B with updates of f_T/f_B
 on the current f_A output:
@@ -8,14 +9,28 @@ on the current f_A output:
 * SPAct (Dave et al., CVPR 2022): f_B is a 2D CNN with a two-layer projection head trained with
   NT-Xent on two frames of one clip (positives) against the other clips' frames; f_A minimises
   L_T - omega * L_NT-Xent, so frames of one video stop agreeing. No privacy labels.
-* VITA (Wu et al., TPAMI): f_B is an ensemble of supervised attackers on the known attributes
-  (logits averaged over frames); f_A minimises L_T plus gamma times the negative entropy of the
-  most confident attacker, then f_A and f_T take a joint utility step, then every attacker a
-  supervised step; the attackers are re-initialised and retrained every `restart_every` steps.
+* penalty (penalty-driven SPAct): SPAct plus lambda * max(0, RMS(X - f_A(X)) - B) per clip in
+  f_A's loss, so f_A may not move an action clip further than B from the input.
+* VITA (Wu et al., TPAMI), with model restarting and an ensemble of M attackers: f_A's privacy
+  term is taken against the strongest attacker; every attacker takes a supervised step per
+  iteration and all are re-initialised every `restart_every` iterations. The three solvers of
+  the paper differ in that term: "entropy" (Ours-Entropy: L_T + gamma * max_i -H(f_B^i)),
+  "grl" (L_T - gamma * min_i L_B^i, the gradient-reversal update) and "kbeam" (Ours-K-Beam:
+  -gamma * L_B^j for the beam j of lowest loss, the utility coming from the joint step).
+* MPPAR (Peng et al., NeurIPS 2023): the same attacker set, no restarts; f_A is updated only by
+  a meta step over support/query sets that differ in attributes (labels masked) or in attack
+  models, split 60/40 each epoch (its supplement's Algorithm 1 and set construction).
 
 Where the papers loop "until accuracy reaches a threshold", each iteration here takes a fixed
 number of updates, so a recipe has a known cost. Data are clips rendered from a seed namespace
-of their own (`TRAIN_DATASET`) with known actions only: no benchmark split is ever seen.
+of their own (`TRAIN_DATASET`) with known actions only: no benchmark split is ever seen. The
+held-out clips the curves are measured on come from the same namespace's "val" split.
+
+A run can be watched and resumed: every `eval_every` minimax iterations a `Curves` row gets the
+mean losses and held-out utility/privacy; a checkpoint (all weights, optimizer states, random
+generator states and the curves) is written after each pretraining stage and after every epoch
+(ceil(clips / batch) minimax iterations), and `resume=True` continues from it to the weights an
+uninterrupted run reaches.
 
 Under torchrun every trained model is wrapped in DistributedDataParallel and each rank takes a
 slice of every batch (the batch indices come from one seeded generator, identical on all ranks);
@@ -25,9 +40,10 @@ stopping decisions use all-reduced losses, so all ranks run the same number of s
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -41,22 +57,29 @@ from torch import nn
 from pabench.anonymizers.learned import GROUPS, TRAIN_DATASET, AnonymizerUNet
 from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, clip_rng, get_preset, render_clip
 from pabench.errors import PabenchError, unknown_name
+from pabench.metrics import cmap_fixed
 from pabench.models import MODELS, build_model
 from pabench.runtime import (
     Progress,
+    atomic_write,
+    barrier,
     is_distributed,
+    is_rank0,
     rank_world,
     read_json,
     validation_error,
     wrap_ddp,
 )
+from pabench.training.attackers import TRAINING_ONLY
+from pabench.training.curves import Curves
 
 Log = Callable[[str, dict[str, float]], None]
-METHODS = ("spact", "vita")
+METHODS = ("spact", "penalty", "vita", "vita-grl", "vita-kbeam", "mppar")
+TRAINING_ATTACKERS = TRAINING_ONLY  # disjoint from every protocol's attackers
 
 
 class _Recipe(BaseModel):
-    """Settings shared by both methods. Defaults are the leaderboard settings for pa-synth
+    """Settings shared by every method. Defaults are the leaderboard settings for pa-synth
     (`baselines/*.json` holds the same values); sized so that a tiny-preset run takes about
     five minutes on one CPU thread."""
 
@@ -81,7 +104,8 @@ class _Recipe(BaseModel):
 
 class SPActRecipe(_Recipe):
     method: Literal["spact"] = "spact"
-    ssl_model: str = Field("tiny2d", description="2D backbone of the privacy branch f_B")
+    ssl_model: str = Field(TRAINING_ATTACKERS[0],
+                           description="2D backbone of the privacy branch f_B")
     ssl_hidden: int = Field(128, ge=1, description="backbone output = projection head input")
     ssl_dim: int = Field(128, ge=1, description="projection size the NT-Xent loss sees")
     ssl_steps: int = Field(150, ge=0, description="f_B pretraining steps on f_A's output")
@@ -89,36 +113,87 @@ class SPActRecipe(_Recipe):
     temperature: float = Field(0.1, gt=0)
     omega: float = Field(1.0, gt=0, description="weight of -NT-Xent in f_A's loss")
 
+    def attackers(self) -> tuple[str, ...]:
+        """The privacy-side architectures f_A is trained against (declared in the sidecar)."""
+        return (self.ssl_model,)
+
+
+class PenaltyRecipe(SPActRecipe):
+    method: Literal["penalty"] = "penalty"  # type: ignore[assignment]
+    penalty_weight: float = Field(1.0, ge=0, description="lambda: weight of the penalty")
+    penalty_bound: float = Field(0.3, gt=0, description="B: the RMS change of an action clip "
+                                                        "beyond which f_A is penalised")
+
 
 class VitaRecipe(_Recipe):
     method: Literal["vita"] = "vita"
     steps: int = Field(200, ge=0, description="minimax iterations (each costs about two "
                                               "SPAct iterations)")
-    budget_models: tuple[str, ...] = Field(("tiny2d", "tiny-resnet2d"), min_length=1,
-                                           description="the attacker ensemble (frame models)")
+    budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS, min_length=1,
+                                           description="the attacker ensemble (frame models); "
+                                                       "for K-Beam, one entry per beam")
     budget_frames: int = Field(4, ge=1, description="frames per clip an attacker averages")
     budget_clips: int = Field(256, ge=1, description="clips anonymized once per (re)start "
                                                      "for the attackers to train on")
     budget_steps: int = Field(500, ge=0, description="attacker training steps at the start "
                                                      "and after each restart")
     budget_lr: float = 2e-3
-    gamma: float = Field(2.0, gt=0, description="weight of the negative entropy in f_A's loss")
+    gamma: float = Field(2.0, gt=0, description="weight of the privacy term in f_A's loss")
     restart_every: int = Field(100, ge=1, description="re-initialise the attackers every N "
                                                       "minimax iterations")
 
-
-Recipe = Annotated[SPActRecipe | VitaRecipe, Field(discriminator="method")]
-RECIPES: dict[str, type[SPActRecipe] | type[VitaRecipe]] = {"spact": SPActRecipe,
-                                                             "vita": VitaRecipe}
+    def attackers(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.budget_models))
 
 
-def default_recipe(method: str) -> SPActRecipe | VitaRecipe:
+class VitaGRLRecipe(VitaRecipe):
+    method: Literal["vita-grl"] = "vita-grl"  # type: ignore[assignment]
+    gamma: float = Field(0.5, gt=0, description="weight of -L_B in f_A's loss")
+
+
+class VitaKBeamRecipe(VitaRecipe):
+    method: Literal["vita-kbeam"] = "vita-kbeam"  # type: ignore[assignment]
+    budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS * 2, min_length=1,
+                                           description="one frame model per beam (K entries)")
+    gamma: float = Field(0.5, gt=0, description="weight of L_B in f_A's ascent step")
+
+
+class MPPARRecipe(VitaRecipe):
+    """MPPAR (Peng et al., NeurIPS 2023): the VITA-style attacker set f_train^P, and f_A
+    updated only by the meta step over attribute- and model-different support/query sets."""
+
+    method: Literal["mppar"] = "mppar"  # type: ignore[assignment]
+    steps: int = Field(200, ge=0, description="minimax iterations (attribute and model "
+                                              "splits alternate)")
+    budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS, min_length=2,
+                                           description="f_train^P, split 60/40 each epoch")
+    gamma: float = Field(0.5, gt=0, description="weight of -L_B in the loss L")
+    anonymizer_lr: float = Field(1e-4, gt=0, description="beta: Adam learning rate of the "
+                                                         "meta (outer) update")
+    inner_lr: float = Field(5e-4, gt=0, description="alpha: the virtual training step")
+    support_share: float = Field(0.6, gt=0, lt=1, description="share of the attributes, "
+                                 "mixed clips and attack models on the support side")
+    first_order: bool = Field(False, description="drop the second-order term of the meta "
+                                                 "gradient (cheaper)")
+    restart_every: int = Field(1000, ge=1, description="MPPAR does not restart: beyond steps")
+
+
+AnyRecipe = (SPActRecipe | PenaltyRecipe | VitaRecipe | VitaGRLRecipe | VitaKBeamRecipe
+             | MPPARRecipe)
+Recipe = Annotated[AnyRecipe, Field(discriminator="method")]
+RECIPES: dict[str, type[_Recipe]] = {
+    "spact": SPActRecipe, "penalty": PenaltyRecipe, "vita": VitaRecipe,
+    "vita-grl": VitaGRLRecipe, "vita-kbeam": VitaKBeamRecipe, "mppar": MPPARRecipe,
+}
+
+
+def default_recipe(method: str) -> AnyRecipe:
     if method not in RECIPES:
         raise unknown_name("learned baseline", method, RECIPES)
-    return RECIPES[method]()
+    return RECIPES[method]()  # type: ignore[return-value]
 
 
-def load_recipe(path: Path, method: str) -> SPActRecipe | VitaRecipe:
+def load_recipe(path: Path, method: str) -> AnyRecipe:
     """Read a recipe file for `method`; any problem is one line naming the file."""
     if method not in RECIPES:
         raise unknown_name("learned baseline", method, RECIPES)
@@ -135,7 +210,7 @@ def load_recipe(path: Path, method: str) -> SPActRecipe | VitaRecipe:
     return recipe
 
 
-def _check_models(source: Path | str, recipe: SPActRecipe | VitaRecipe) -> None:
+def _check_models(source: Path | str, recipe: AnyRecipe) -> None:
     """Model names must exist with the right kind: a typo fails before minutes of training."""
     wanted = [("target", recipe.target, "video")]
     if isinstance(recipe, SPActRecipe):
@@ -157,6 +232,7 @@ class TrainResult:
     net: AnonymizerUNet
     losses: dict[str, dict[str, float]]
     cached: bool = False
+    curves: list[dict[str, float]] = field(default_factory=list)  # `Curves` rows, if measured
 
 
 # ---------------------------------------------------------------- data
@@ -172,13 +248,14 @@ class ClipPool:
     attributes: torch.Tensor  # float32 [N, len(KNOWN_ATTRIBUTES)]
 
 
-def render_pool(preset: str, clips: int, seed: int = 0) -> ClipPool:
-    """Clips from the anonymizer's own seed namespace, known actions in turn (balanced)."""
+def render_pool(preset: str, clips: int, seed: int = 0, split: str = "train") -> ClipPool:
+    """Clips from the anonymizer's own seed namespace, known actions in turn (balanced); the
+    "val" split holds the held-out clips the curves are measured on."""
     p = get_preset(preset)
     videos, actions, attrs = [], [], []
     for i in range(clips):
         action = KNOWN_ACTIONS[i % len(KNOWN_ACTIONS)]
-        clip = render_clip(clip_rng(seed, TRAIN_DATASET, "train", i), action, p.frames, p.size)
+        clip = render_clip(clip_rng(seed, TRAIN_DATASET, split, i), action, p.frames, p.size)
         videos.append(torch.from_numpy(clip.video).permute(3, 0, 1, 2))
         actions.append(KNOWN_ACTIONS.index(action))
         attrs.append([clip.attributes[a] for a in KNOWN_ATTRIBUTES])
@@ -198,13 +275,16 @@ class Batches:
             raise PabenchError(f"batch {batch} is too small for {self.world} ranks "
                                "(each needs at least 2 clips)")
 
-    def next(self, size: int | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """This rank's share of `size` (default: the recipe's batch) random clips: video in
-        [0, 1], action index, known-attribute labels."""
+    def next(self, size: int | None = None, among: np.ndarray | None = None,
+             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This rank's share of `size` (default: the recipe's batch) random clips (of the pool,
+        or of the clip indices `among`): video in [0, 1], action index, known-attribute
+        labels."""
         size = size or self.batch
         if size < self.world:
             raise PabenchError(f"batch {size} is smaller than the {self.world} ranks")
-        idx = self.rng.integers(0, len(self.pool.videos), size)[self.rank::self.world]
+        idx = (self.rng.integers(0, len(self.pool.videos), size) if among is None
+               else among[self.rng.integers(0, len(among), size)])[self.rank::self.world]
         x = self.pool.videos[idx].to(self.device).float().div_(255)
         return (x, self.pool.actions[idx].to(self.device),
                 self.pool.attributes[idx].to(self.device))
@@ -305,6 +385,17 @@ class _Stage:
         if self.progress and (self.done % 5 == 0 or self.done == self.total):
             self.progress(self.name, self.done, self.total)
 
+    def state(self) -> dict:
+        return {"history": self.history, "done": self.done}
+
+    def load(self, state: dict) -> None:
+        self.history = {k: list(v) for k, v in state["history"].items()}
+        self.done = int(state["done"])
+
+    def recent(self, n: int) -> dict[str, float]:
+        """Mean of each loss over the last `n` steps: a curve row's training part."""
+        return {k: float(np.mean(v[-n:])) for k, v in self.history.items() if v}
+
     def summary(self) -> dict[str, float]:
         out: dict[str, float] = {"steps": float(self.done)}
         for k, vals in self.history.items():
@@ -315,34 +406,6 @@ class _Stage:
 
 
 # ---------------------------------------------------------------- training
-
-
-def train_anonymizer(recipe: SPActRecipe | VitaRecipe, preset: str, *, device: str = "cpu",
-                     progress: Progress | None = None, log: Log | None = None) -> TrainResult:
-    """Train f_A with `recipe` on `preset`-sized clips; deterministic for a given world size."""
-    _check_models("recipe", recipe)
-    torch.manual_seed(recipe.seed)
-    pool = render_pool(preset, recipe.clips, recipe.seed)
-    size = get_preset(preset).size
-    batches = Batches(pool, recipe.batch, recipe.seed, device)
-    losses: dict[str, dict[str, float]] = {}
-
-    def finish(stage: _Stage) -> None:
-        losses[stage.name] = stage.summary()
-        if log:
-            log(stage.name, losses[stage.name])
-
-    fa = AnonymizerUNet(recipe.width).to(device)
-    ft = build_model(recipe.target, len(KNOWN_ACTIONS), size).to(device)
-    nets = _Nets(fa, wrap_ddp(fa, device), ft, wrap_ddp(ft, device),
-                 torch.optim.Adam(fa.parameters(), lr=recipe.anonymizer_lr),
-                 torch.optim.Adam(ft.parameters(), lr=recipe.target_lr))
-    finish(pretrain_identity(nets.fa_ddp, batches, recipe, progress))
-    finish(_pretrain_target(nets, batches, recipe, progress))
-    train = _train_spact if isinstance(recipe, SPActRecipe) else _train_vita
-    for stage in train(nets, batches, recipe, size, device, progress):  # type: ignore[arg-type]
-        finish(stage)
-    return TrainResult(fa.cpu().eval(), losses)
 
 
 @dataclass
@@ -404,131 +467,573 @@ def _pretrain_target(nets: _Nets, batches: Batches, recipe: _Recipe,
     return stage
 
 
-def _train_spact(nets: _Nets, batches: Batches, recipe: SPActRecipe, size: int, device: str,
-                 progress: Progress | None) -> list[_Stage]:
-    """SPAct: pretrain the NT-Xent branch on f_A's output, then per iteration one f_A step on
-    L_T - omega * L_B with f_T and f_B frozen, and on the next batch one step of each of f_T
-    (L_T) and f_B (L_B) with f_A frozen."""
-    fb = SSLModel(recipe.ssl_model, recipe.ssl_hidden, recipe.ssl_dim, size).to(device)
-    fb_ddp = wrap_ddp(fb, device)
-    opt_b = torch.optim.Adam(fb.parameters(), lr=recipe.ssl_lr)
-
-    def ssl_loss(model: nn.Module, video: torch.Tensor) -> torch.Tensor:
-        n, c, t, h, w = video.shape
-        picks = batches.frames(t, 2, distinct=True)  # SPAct's random temporal sampler
-        z = model(_take_frames(video, picks)).view(n, 2, -1)
-        return nt_xent(z[:, 0], z[:, 1], recipe.temperature)
-
-    pre = _Stage("privacy", recipe.ssl_steps, progress)
-    fb.train()
-    for _ in range(recipe.ssl_steps):
-        x, _, _ = batches.next()
+@contextmanager
+def _evaluating(*models: nn.Module, batch_stats: tuple[nn.Module, ...] = ()) -> Iterator[None]:
+    """Held-out measurement without gradients, so that neither weights, BatchNorm statistics
+    nor random generators move and a run's weights do not depend on its curves. `models` run
+    in eval mode; `batch_stats` models (the privacy side, none with dropout) in training mode,
+    as f_A's step sees them (their running statistics lag far behind early in training), with
+    their buffers restored afterwards."""
+    modes = [m.training for m in (*models, *batch_stats)]
+    saved = [[b.clone() for b in m.buffers()] for m in batch_stats]
+    for m in models:
+        m.eval()
+    for m in batch_stats:
+        m.train()
+    try:
         with torch.no_grad():
-            a = nets.fa(x)
-        loss = ssl_loss(fb_ddp, a)
-        _update(opt_b, loss)
-        pre.step(nt_xent=loss)
-    _sync_buffers(fb)
+            yield
+    finally:
+        for m, mode in zip((*models, *batch_stats), modes, strict=True):
+            m.train(mode)
+        for m, buffers in zip(batch_stats, saved, strict=True):
+            for b, old in zip(m.buffers(), buffers, strict=True):
+                b.copy_(old)
 
-    stage = _Stage("minimax", recipe.steps, progress)
-    for _ in range(recipe.steps):
-        x, y, _ = batches.next()
-        with _frozen(nets.ft, fb):
+
+def _spread(t: int, k: int, n: int, device: str) -> torch.Tensor:
+    """`k` evenly spaced frame indices for each of `n` clips: fixed held-out frames."""
+    picks = torch.linspace(0, t - 1, k).round().long()
+    return picks.expand(n, k).to(device)
+
+
+class _Privacy(ABC):
+    """A method's privacy side: its models, their pretraining, and one minimax iteration (the
+    f_A step against it, then the f_T and privacy-side steps)."""
+
+    def __init__(self, nets: _Nets, batches: Batches, size: int, device: str,
+                 progress: Progress | None) -> None:
+        self.nets, self.batches, self.size, self.device = nets, batches, size, device
+        self.progress = progress
+
+    @abstractmethod
+    def models(self) -> list[nn.Module]:
+        """The privacy-side networks (for BatchNorm sync and held-out evaluation)."""
+
+    @abstractmethod
+    def pretrain(self) -> list[_Stage]:
+        """Train the privacy side on the identity-initialised f_A's output."""
+
+    @abstractmethod
+    def iteration(self, it: int) -> dict[str, torch.Tensor]:
+        """Minimax iteration `it`; returns its losses for the log."""
+
+    @abstractmethod
+    def term(self, a: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        """f_A's privacy term against the privacy side as it stands, with fixed frames (call
+        under `_evaluating` with `batch_stats=models()`): what the minimax phase drives
+        down."""
+
+    @abstractmethod
+    def held_out(self, a: torch.Tensor, yb: torch.Tensor) -> dict[str, float]:
+        """Held-out privacy measures of anonymized clips `a` (under `_evaluating`)."""
+
+    @abstractmethod
+    def state_dict(self) -> dict:
+        """Everything a checkpoint needs to continue this side bit for bit."""
+
+    @abstractmethod
+    def load_state_dict(self, state: dict) -> None:
+        """Restore `state_dict()`'s output."""
+
+    def finished(self) -> list[_Stage]:
+        """Stages to report beside the minimax phase (VITA's restarts)."""
+        return []
+
+
+class _SSL(_Privacy):
+    """SPAct's self-supervised branch; with a `PenaltyRecipe`, the penalty-driven variant."""
+
+    def __init__(self, recipe: SPActRecipe, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.r = recipe
+        self.fb = SSLModel(recipe.ssl_model, recipe.ssl_hidden, recipe.ssl_dim,
+                           self.size).to(self.device)
+        self.fb_ddp = wrap_ddp(self.fb, self.device)
+        self.opt_b = torch.optim.Adam(self.fb.parameters(), lr=recipe.ssl_lr)
+
+    def models(self) -> list[nn.Module]:
+        return [self.fb]
+
+    def _loss(self, model: nn.Module, video: torch.Tensor,
+              picks: torch.Tensor | None = None) -> torch.Tensor:
+        n, t = video.shape[0], video.shape[2]
+        if picks is None:
+            picks = self.batches.frames(t, 2, distinct=True)  # SPAct's random temporal sampler
+        z = model(_take_frames(video, picks)).view(n, 2, -1)
+        return nt_xent(z[:, 0], z[:, 1], self.r.temperature)
+
+    def pretrain(self) -> list[_Stage]:
+        stage = _Stage("privacy", self.r.ssl_steps, self.progress)
+        self.fb.train()
+        for _ in range(self.r.ssl_steps):
+            x, _, _ = self.batches.next()
+            with torch.no_grad():
+                a = self.nets.fa(x)
+            loss = self._loss(self.fb_ddp, a)
+            _update(self.opt_b, loss)
+            stage.step(nt_xent=loss)
+        _sync_buffers(self.fb)
+        return [stage]
+
+    def iteration(self, it: int) -> dict[str, torch.Tensor]:
+        """One f_A step on L_T - omega * L_B (+ lambda * penalty) with f_T and f_B frozen; on
+        the next batch one step of each of f_T (L_T) and f_B (L_B) with f_A frozen."""
+        nets, r = self.nets, self.r
+        x, y, _ = self.batches.next()
+        extra: dict[str, torch.Tensor] = {}
+        with _frozen(nets.ft, self.fb):
             a = nets.fa_ddp(x)
             lt = F.cross_entropy(nets.ft(a), y)
-            lb = ssl_loss(fb, a)
-            _update(nets.opt_a, lt - recipe.omega * lb)
-        x, y, _ = batches.next()
+            lb = self._loss(self.fb, a)
+            loss = lt - r.omega * lb
+            if isinstance(r, PenaltyRecipe):  # every training clip is action data here
+                rms = (x - a).pow(2).flatten(1).mean(1).sqrt()
+                penalty = F.relu(rms - r.penalty_bound).mean()
+                loss = loss + r.penalty_weight * penalty
+                extra = {"fa_rms": rms.mean(), "fa_penalty": penalty}
+            _update(nets.opt_a, loss)
+        x, y, _ = self.batches.next()
         with torch.no_grad():
             a = nets.fa(x)
         logits = nets.ft_ddp(a)
         lt_t = F.cross_entropy(logits, y)
         _update(nets.opt_t, lt_t)
-        lb_b = ssl_loss(fb_ddp, a)
-        _update(opt_b, lb_b)
-        stage.step(fa_utility=lt, fa_nt_xent=lb, ft_ce=lt_t, fb_nt_xent=lb_b,
-                   ft_acc=(logits.argmax(1) == y).float().mean())
-    _sync_buffers(nets.ft, fb)
-    return [pre, stage]
+        lb_b = self._loss(self.fb_ddp, a)
+        _update(self.opt_b, lb_b)
+        return {"fa_utility": lt, "fa_nt_xent": lb, **extra, "ft_ce": lt_t, "fb_nt_xent": lb_b,
+                "ft_acc": (logits.argmax(1) == y).float().mean()}
+
+    def term(self, a: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return -self.r.omega * self._loss(self.fb, a, _spread(a.shape[2], 2, len(a), self.device))
+
+    def held_out(self, a: torch.Tensor, yb: torch.Tensor) -> dict[str, float]:
+        """NT-Xent of f_B (f_A pushes it up) and how often f_B matches a clip's two frames
+        (% of clips whose other frame is the most similar among the batch's)."""
+        picks = _spread(a.shape[2], 2, len(a), self.device)
+        z = self.fb(_take_frames(a, picks)).view(len(a), 2, -1)
+        match = (z[:, 0] @ z[:, 1].T).argmax(1) == torch.arange(len(a), device=a.device)
+        return {"val_nt_xent": float(nt_xent(z[:, 0], z[:, 1], self.r.temperature)),
+                "val_match": 100 * float(match.float().mean())}
+
+    def state_dict(self) -> dict:
+        return {"fb": self.fb.state_dict(), "opt_b": self.opt_b.state_dict()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.fb.load_state_dict(state["fb"])
+        self.opt_b.load_state_dict(state["opt_b"])
 
 
-def _train_vita(nets: _Nets, batches: Batches, recipe: VitaRecipe, size: int, device: str,
-                progress: Progress | None) -> list[_Stage]:
-    """VITA (Ours-Entropy with model restarting and ensemble): per iteration one f_A step on
-    L_T + gamma * max_i(-H(f_B^i)) with f_T and the attackers frozen, one joint f_A + f_T step
-    on L_T, one supervised step of every attacker; attackers restart every `restart_every`."""
-    n_attr = len(KNOWN_ATTRIBUTES)
-    restarts = max(0, (recipe.steps - 1) // recipe.restart_every)
+class _Vita(_Privacy):
+    """VITA's supervised attacker ensemble with restarting, and its three solvers."""
 
-    def new_attackers(round_: int) -> tuple[list[nn.Module], list[nn.Module], list]:
-        torch.manual_seed(recipe.seed + 1 + round_)  # the same fresh weights on every rank
-        models = [build_model(m, n_attr, size).to(device) for m in recipe.budget_models]
-        opts = [torch.optim.Adam(m.parameters(), lr=recipe.budget_lr) for m in models]
-        return models, [wrap_ddp(m, device) for m in models], opts
+    def __init__(self, recipe: VitaRecipe, *args: object) -> None:
+        super().__init__(*args)  # type: ignore[arg-type]
+        self.r = recipe
+        self.round = 0
+        self.attackers: list[nn.Module] = []
+        self.wrapped: list[nn.Module] = []
+        self.opts: list[torch.optim.Optimizer] = []
+        restarts = max(0, (recipe.steps - 1) // recipe.restart_every)
+        self.restart = _Stage("restarts", restarts * recipe.budget_steps, self.progress)
 
-    def logits_of(model: nn.Module, video: torch.Tensor,
-                  picks: torch.Tensor | None = None) -> torch.Tensor:
+    def models(self) -> list[nn.Module]:
+        return self.attackers
+
+    def _new(self, round_: int) -> None:
+        """Fresh attackers for `round_`: the same weights on every rank and after a resume."""
+        torch.manual_seed(self.r.seed + 1 + round_)
+        n_attr = len(KNOWN_ATTRIBUTES)
+        self.round = round_
+        self.attackers = [build_model(m, n_attr, self.size).to(self.device)
+                          for m in self.r.budget_models]
+        self.opts = [torch.optim.Adam(m.parameters(), lr=self.r.budget_lr)
+                     for m in self.attackers]
+        self.wrapped = [wrap_ddp(m, self.device) for m in self.attackers]
+
+    def _logits(self, model: nn.Module, video: torch.Tensor,
+                picks: torch.Tensor | None = None) -> torch.Tensor:
         """Frame logits averaged over `budget_frames` random frames of each clip (VITA)."""
         n, t = video.shape[0], video.shape[2]
         if picks is None:
-            picks = batches.frames(t, recipe.budget_frames)
+            picks = self.batches.frames(t, self.r.budget_frames)
         return model(_take_frames(video, picks)).view(n, picks.shape[1], -1).mean(1)
 
-    def attacker_step(wrapped: list[nn.Module], opts: list, a: torch.Tensor, yb: torch.Tensor,
-                      picks: torch.Tensor | None = None) -> torch.Tensor:
+    def _attacker_step(self, a: torch.Tensor, yb: torch.Tensor,
+                       picks: torch.Tensor | None = None) -> torch.Tensor:
         """One supervised step of every attacker on anonymized clips; returns the mean BCE."""
         bce = []
-        for model, opt in zip(wrapped, opts, strict=True):
-            loss = F.binary_cross_entropy_with_logits(logits_of(model, a, picks), yb)
+        for model, opt in zip(self.wrapped, self.opts, strict=True):
+            loss = F.binary_cross_entropy_with_logits(self._logits(model, a, picks), yb)
             _update(opt, loss)
             bce.append(loss.detach())
         return torch.stack(bce).mean()
 
-    def train_attackers(round_: int, stage: _Stage) -> tuple[list[nn.Module], list[nn.Module],
-                                                            list]:
+    def _train(self, round_: int, stage: _Stage) -> None:
         """Fresh attackers trained on the current f_A's output, computed once on
         `budget_clips` clips: like the evaluation's attackers, they learn from fixed
         anonymized data, and no f_A forward pass is spent per step."""
-        models, wrapped, opts = new_attackers(round_)
-        shares = [batches.next() for _ in range(math.ceil(recipe.budget_clips / recipe.batch))]
+        self._new(round_)
+        r, batches = self.r, self.batches
+        shares = [batches.next() for _ in range(math.ceil(r.budget_clips / r.batch))]
         with torch.no_grad():
-            anon = torch.cat([nets.fa(x) for x, _, _ in shares])
+            anon = torch.cat([self.nets.fa(x) for x, _, _ in shares])
         labels = torch.cat([yb for _, _, yb in shares])
         n, t = anon.shape[0], anon.shape[2]
-        per_rank = max(1, recipe.batch // batches.world)
+        per_rank = max(1, r.batch // batches.world)
         # a generator of this rank's own: its share may differ in size from the others'
-        rng = np.random.default_rng([recipe.seed, 23, round_, batches.rank])
-        for _ in range(recipe.budget_steps):
-            idx = torch.from_numpy(rng.integers(0, n, per_rank)).to(device)
-            picks = torch.from_numpy(rng.integers(0, t, (per_rank, recipe.budget_frames)))
-            stage.step(bce=attacker_step(wrapped, opts, anon[idx], labels[idx],
-                                         picks.to(device)))
-        _sync_buffers(*models)
-        return models, wrapped, opts
+        rng = np.random.default_rng([r.seed, 23, round_, batches.rank])
+        for _ in range(r.budget_steps):
+            idx = torch.from_numpy(rng.integers(0, n, per_rank)).to(self.device)
+            picks = torch.from_numpy(rng.integers(0, t, (per_rank, r.budget_frames)))
+            stage.step(bce=self._attacker_step(anon[idx], labels[idx], picks.to(self.device)))
+        _sync_buffers(*self.attackers)
 
-    pre = _Stage("privacy", recipe.budget_steps, progress)
-    models, wrapped, opts = train_attackers(0, pre)
-    restart = _Stage("restarts", restarts * recipe.budget_steps, progress)
-    stage = _Stage("minimax", recipe.steps, progress)
-    for it in range(recipe.steps):
-        if it > 0 and it % recipe.restart_every == 0:
-            models, wrapped, opts = train_attackers(it // recipe.restart_every, restart)
-        x, y, _ = batches.next()
-        with _frozen(nets.ft, *models):
+    def pretrain(self) -> list[_Stage]:
+        stage = _Stage("privacy", self.r.budget_steps, self.progress)
+        self._train(0, stage)
+        return [stage]
+
+    def _privacy_term(self, a: torch.Tensor, yb: torch.Tensor,
+                      picks: torch.Tensor | None = None) -> tuple[torch.Tensor, str]:
+        """Against the strongest attacker: Entropy, its negative entropy (the most confident
+        one); GRL and K-Beam, minus its BCE (the one of lowest loss). MPPAR: minus the mean
+        BCE of all attackers."""
+        logits = [self._logits(m, a, picks) for m in self.attackers]
+        if self.r.method == "vita":
+            neg_h = torch.stack([-binary_entropy(z) for z in logits])
+            worst = int(np.argmax([_mean_across_ranks(v) for v in neg_h]))
+            return neg_h[worst], "fa_neg_entropy"
+        bce = torch.stack([F.binary_cross_entropy_with_logits(z, yb) for z in logits])
+        if self.r.method == "mppar":  # L's privacy part: all of f_train^P
+            return -bce.mean(), "fa_neg_bce"
+        best = int(np.argmin([_mean_across_ranks(v) for v in bce]))
+        return -bce[best], "fa_neg_bce"
+
+    def iteration(self, it: int) -> dict[str, torch.Tensor]:
+        """The f_A step on its privacy term (plus L_T, except for K-Beam whose utility comes
+        from the joint step) with f_T and the attackers frozen, one joint f_A + f_T step on
+        L_T, one supervised step of every attacker; the attackers restart every
+        `restart_every` iterations."""
+        r, nets = self.r, self.nets
+        if it > 0 and it % r.restart_every == 0:
+            self._train(it // r.restart_every, self.restart)
+        x, y, yb = self.batches.next()
+        with _frozen(nets.ft, *self.attackers):
             a = nets.fa_ddp(x)
-            lt = F.cross_entropy(nets.ft(a), y)
-            neg_h = torch.stack([-binary_entropy(logits_of(m, a)) for m in models])
-            worst = int(np.argmax([_mean_across_ranks(v) for v in neg_h]))  # most confident
-            _update(nets.opt_a, lt + recipe.gamma * neg_h[worst])
-        x, y, _ = batches.next()
+            term, name = self._privacy_term(a, yb)
+            logged = {name: term}
+            if r.method == "vita-kbeam":
+                loss = r.gamma * term
+            else:
+                lt = F.cross_entropy(nets.ft(a), y)
+                loss = lt + r.gamma * term
+                logged = {"fa_utility": lt, **logged}
+            _update(nets.opt_a, loss)
+        x, y, _ = self.batches.next()
         logits = nets.ft_ddp(nets.fa_ddp(x))
         lt_joint = F.cross_entropy(logits, y)
         _update([nets.opt_a, nets.opt_t], lt_joint)
-        x, _, yb = batches.next()
+        x, _, yb = self.batches.next()
         with torch.no_grad():
             a = nets.fa(x)
-        bce = attacker_step(wrapped, opts, a, yb)
-        stage.step(fa_utility=lt, fa_neg_entropy=neg_h[worst], ft_ce=lt_joint,
-                   ft_acc=(logits.argmax(1) == y).float().mean(), attacker_bce=bce)
-    _sync_buffers(nets.ft, *models)
-    return [pre, restart, stage] if restarts else [pre, stage]
+        bce = self._attacker_step(a, yb)
+        return {**logged, "ft_ce": lt_joint, "ft_acc": (logits.argmax(1) == y).float().mean(),
+                "attacker_bce": bce}
+
+    def term(self, a: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return self._privacy_term(a, yb, _spread(a.shape[2], self.r.budget_frames, len(a),
+                                                 self.device))[0]
+
+    def held_out(self, a: torch.Tensor, yb: torch.Tensor) -> dict[str, float]:
+        """The strongest attacker's cMAP (%) on the known attributes."""
+        picks = _spread(a.shape[2], self.r.budget_frames, len(a), self.device)
+        labels = yb.cpu().numpy()
+        scores = [cmap_fixed(torch.sigmoid(self._logits(m, a, picks)).cpu().numpy(), labels)[0]
+                  for m in self.attackers]
+        return {"val_cmap": float(np.nanmax(scores)) if not np.isnan(scores).all()
+                else float("nan")}
+
+    def state_dict(self) -> dict:
+        return {"round": self.round, "attackers": [m.state_dict() for m in self.attackers],
+                "opts": [o.state_dict() for o in self.opts], "restart": self.restart.state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if not state["attackers"]:  # saved before the privacy stage built them
+            return
+        self._new(int(state["round"]))
+        for model, opt, ms, os_ in zip(self.attackers, self.opts, state["attackers"],
+                                       state["opts"], strict=True):
+            model.load_state_dict(ms)
+            opt.load_state_dict(os_)
+        self.restart.load(state["restart"])
+
+    def finished(self) -> list[_Stage]:
+        return [self.restart] if self.restart.total else []
+
+
+class _MPPAR(_Vita):
+    """MPPAR's virtual training and testing (supplement, Algorithm 1): each epoch splits the
+    known attributes and the attack models 60/40; iterations alternate between an
+    attribute-different support/query pair of batches (labels of the other side's attributes
+    masked) and a model-different pair (support models / query models, full labels). f_A takes
+    the meta step phi <- phi - beta * grad(L(phi; S) + L(phi - alpha * grad L(phi; S); Q)), with
+    L = L_T - gamma * masked BCE; then f_T and every attack model take a supervised step."""
+
+    def __init__(self, recipe: MPPARRecipe, *args: object) -> None:
+        super().__init__(recipe, *args)
+        self.mr = recipe
+        self.epoch_len = math.ceil(recipe.clips / recipe.batch)
+        self._splits: dict[int, tuple[np.ndarray, ...]] = {}
+
+    def _split(self, epoch: int) -> tuple[np.ndarray, ...]:
+        """(support attributes mask, query attributes mask, X_1 clip indices, X_2 clip
+        indices, support model indices, query model indices) of `epoch`, a pure function of
+        the seed and the epoch (so a resumed run splits alike). Clips whose positive labels
+        all lie on one side go to it; the others (mixed, or with none) go 60/40 at random.
+        Each side keeps only its own attributes' labels."""
+        if epoch not in self._splits:
+            r, labels = self.mr, self.batches.pool.attributes.numpy() > 0
+            rng = np.random.default_rng([r.seed, 31, epoch])
+            n_attr, n_models = labels.shape[1], len(r.budget_models)
+            order = rng.permutation(n_attr)
+            cut = min(n_attr - 1, max(1, round(r.support_share * n_attr)))
+            first = np.zeros(n_attr, bool)
+            first[order[:cut]] = True
+            has1, has2 = labels[:, first].any(1), labels[:, ~first].any(1)
+            draw = rng.random(len(labels)) < r.support_share
+            in1 = np.where(has1 & ~has2, True, np.where(has2 & ~has1, False, draw))
+            if in1.all() or not in1.any():
+                raise PabenchError(f"mppar: {len(labels)} clips are too few to split into "
+                                   "attribute-different support and query sets")
+            models = rng.permutation(n_models)
+            m_cut = min(n_models - 1, max(1, round(r.support_share * n_models)))
+            self._splits[epoch] = (first, ~first, np.flatnonzero(in1), np.flatnonzero(~in1),
+                                   models[:m_cut], models[m_cut:])
+        return self._splits[epoch]
+
+    def _loss(self, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+              yb: torch.Tensor, mask: torch.Tensor, models: list[nn.Module],
+              ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """L = L_T - gamma * BCE over the attack models `models` and the labels `mask` keeps."""
+        a = torch.func.functional_call(self.nets.fa, params, (x,))
+        lt = F.cross_entropy(self.nets.ft(a), y)
+        weight = mask.expand_as(yb)
+        bce = torch.stack([F.binary_cross_entropy_with_logits(
+            self._logits(m, a), yb, weight=weight, reduction="sum") / weight.sum()
+            for m in models]).mean()
+        return lt - self.mr.gamma * bce, lt, bce
+
+    def iteration(self, it: int) -> dict[str, torch.Tensor]:
+        r, nets, b = self.mr, self.nets, self.batches
+        if it > 0 and it % r.restart_every == 0:
+            self._train(it // r.restart_every, self.restart)
+        attr_s, attr_q, x1, x2, m_s, m_q = self._split(it // self.epoch_len)
+        full = torch.ones(len(attr_s), device=self.device)
+        if it % 2 == 0:  # attribute-different sets (the supplement's odd I, counting from 1)
+            (xs, ys, ybs), (xq, yq, ybq) = b.next(among=x1), b.next(among=x2)
+            mask_s = torch.from_numpy(attr_s).float().to(self.device)
+            mask_q = torch.from_numpy(attr_q).float().to(self.device)
+            models_s = models_q = self.attackers
+        else:  # model-different sets
+            (xs, ys, ybs), (xq, yq, ybq) = b.next(), b.next()
+            mask_s = mask_q = full
+            models_s = [self.attackers[i] for i in m_s]
+            models_q = [self.attackers[i] for i in m_q]
+        params = dict(nets.fa.named_parameters())
+        with _frozen(nets.ft, *self.attackers):
+            l_tr, lt, _ = self._loss(params, xs, ys, ybs, mask_s, models_s)
+            grads = torch.autograd.grad(l_tr, list(params.values()), retain_graph=True,
+                                        create_graph=not r.first_order)
+            fast = {k: v - r.inner_lr * (g.detach() if r.first_order else g)
+                    for (k, v), g in zip(params.items(), grads, strict=True)}
+            l_te, _, bce_q = self._loss(fast, xq, yq, ybq, mask_q, models_q)
+            nets.opt_a.zero_grad(set_to_none=True)
+            (l_tr + l_te).backward()
+            if is_distributed():  # the bare f_A, not its DDP wrapper: average by hand
+                for p in nets.fa.parameters():
+                    if p.grad is not None:
+                        dist.all_reduce(p.grad)
+                        p.grad /= dist.get_world_size()
+            nets.opt_a.step()
+        x, y, _ = b.next()
+        with torch.no_grad():
+            a = nets.fa(x)
+        logits = nets.ft_ddp(a)
+        lt_t = F.cross_entropy(logits, y)
+        _update(nets.opt_t, lt_t)
+        x, _, yb = b.next()
+        with torch.no_grad():
+            a = nets.fa(x)
+        bce = self._attacker_step(a, yb)
+        return {"fa_utility": lt, "fa_meta_train": l_tr, "fa_meta_test": l_te,
+                "fa_query_bce": bce_q, "ft_ce": lt_t,
+                "ft_acc": (logits.argmax(1) == y).float().mean(), "attacker_bce": bce}
+
+
+PHASES = ("identity", "target", "privacy", "minimax")
+
+
+class _Run:
+    """One training run, in phases that a checkpoint can stop between: the identity,
+    target and privacy pretraining stages, then minimax iterations."""
+
+    def __init__(self, recipe: AnyRecipe, preset: str, device: str,
+                 progress: Progress | None) -> None:
+        _check_models("recipe", recipe)
+        torch.manual_seed(recipe.seed)
+        self.recipe, self.preset, self.device, self.progress = recipe, preset, device, progress
+        self.size = get_preset(preset).size
+        self.batches = Batches(render_pool(preset, recipe.clips, recipe.seed), recipe.batch,
+                               recipe.seed, device)
+        fa = AnonymizerUNet(recipe.width).to(device)
+        ft = build_model(recipe.target, len(KNOWN_ACTIONS), self.size).to(device)
+        self.nets = _Nets(fa, wrap_ddp(fa, device), ft, wrap_ddp(ft, device),
+                          torch.optim.Adam(fa.parameters(), lr=recipe.anonymizer_lr),
+                          torch.optim.Adam(ft.parameters(), lr=recipe.target_lr))
+        args = (self.nets, self.batches, self.size, device, progress)
+        self.privacy: _Privacy = (
+            _SSL(recipe, *args) if isinstance(recipe, SPActRecipe)
+            else _MPPAR(recipe, *args) if isinstance(recipe, MPPARRecipe)
+            else _Vita(recipe, *args))
+        self.done = 0  # phases completed
+        self.minimax = _Stage("minimax", recipe.steps, progress)
+        self.losses: dict[str, dict[str, float]] = {}
+
+    @property
+    def epoch(self) -> int:
+        """Minimax iterations per epoch: one pass over the training clips' worth of batches."""
+        return math.ceil(self.recipe.clips / self.recipe.batch)
+
+    def pretrain(self, log: Log | None = None,
+                 after: Callable[[], None] | None = None) -> None:
+        """The phases before the minimax one that have not run yet; `after` each of them."""
+        phases: list[Callable[[], list[_Stage]]] = [
+            lambda: [pretrain_identity(self.nets.fa_ddp, self.batches, self.recipe,
+                                       self.progress)],
+            lambda: [_pretrain_target(self.nets, self.batches, self.recipe, self.progress)],
+            self.privacy.pretrain,
+        ]
+        for phase in phases[self.done:]:
+            for stage in phase():
+                self._finish(stage, log)
+            self.done += 1
+            if after:
+                after()
+
+    def _finish(self, stage: _Stage, log: Log | None) -> None:
+        self.losses[stage.name] = stage.summary()
+        if log:
+            log(stage.name, self.losses[stage.name])
+
+    def iterate(self, every: Callable[[int], None] | None = None) -> None:
+        """The remaining minimax iterations; `every(done)` after each."""
+        for it in range(self.minimax.done, self.recipe.steps):
+            self.minimax.step(**self.privacy.iteration(it))
+            if every:
+                every(self.minimax.done)
+
+    def finish(self, log: Log | None = None,
+               rows: list[dict[str, float]] | None = None) -> TrainResult:
+        _sync_buffers(self.nets.ft, *self.privacy.models())
+        for stage in (*self.privacy.finished(), self.minimax):
+            self._finish(stage, log)
+        return TrainResult(self.nets.fa.cpu().eval(), self.losses, curves=rows or [])
+
+    def measure(self, val: ClipPool, chunk: int = 16) -> dict[str, float]:
+        """Held-out utility (f_T top-1 on f_A's output, %), how far f_A moves a clip (RMS),
+        f_A's privacy term, and the method's own privacy measures."""
+        with _evaluating(self.nets.fa, self.nets.ft, batch_stats=tuple(self.privacy.models())):
+            parts = []
+            for i in range(0, len(val.videos), chunk):
+                x = val.videos[i:i + chunk].to(self.device).float().div_(255)
+                parts.append((x, self.nets.fa(x)))
+            a = torch.cat([p[1] for p in parts])
+            x = torch.cat([p[0] for p in parts])
+            yb = val.attributes.to(self.device)
+            correct = (self.nets.ft(a).argmax(1).cpu() == val.actions).float()
+            return {"val_top1": 100 * float(correct.mean()),
+                    "val_rms": float((x - a).pow(2).flatten(1).mean(1).sqrt().mean()),
+                    "val_privacy_term": float(self.privacy.term(a, yb)),
+                    **self.privacy.held_out(a, yb)}
+
+    def state(self) -> dict:
+        state = {
+            "recipe": self.recipe.model_dump_json(), "preset": self.preset, "done": self.done,
+            "fa": self.nets.fa.state_dict(), "ft": self.nets.ft.state_dict(),
+            "opt_a": self.nets.opt_a.state_dict(), "opt_t": self.nets.opt_t.state_dict(),
+            "privacy": self.privacy.state_dict(), "minimax": self.minimax.state(),
+            "losses": self.losses, "batches": self.batches.rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state(),
+        }
+        if self.device.startswith("cuda"):
+            state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
+        return state
+
+    def load(self, state: dict, source: Path) -> None:
+        if state.get("recipe") != self.recipe.model_dump_json() or state.get(
+                "preset") != self.preset:
+            raise PabenchError(f"checkpoint {source}: was written for another recipe or preset")
+        self.done = int(state["done"])
+        self.nets.fa.load_state_dict(state["fa"])
+        self.nets.ft.load_state_dict(state["ft"])
+        self.nets.opt_a.load_state_dict(state["opt_a"])
+        self.nets.opt_t.load_state_dict(state["opt_t"])
+        self.privacy.load_state_dict(state["privacy"])
+        self.minimax.load(state["minimax"])
+        self.losses = state["losses"]
+        self.batches.rng.bit_generator.state = state["batches"]
+        torch.set_rng_state(state["torch_rng"])  # last: rebuilding attackers reseeds
+        if "cuda_rng" in state:
+            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+
+
+def train_anonymizer(recipe: AnyRecipe, preset: str, *, device: str = "cpu",
+                     progress: Progress | None = None, log: Log | None = None,
+                     curves: Curves | None = None, eval_every: int = 25, eval_clips: int = 64,
+                     checkpoint: Path | None = None, resume: bool = False) -> TrainResult:
+    """Train f_A with `recipe` on `preset`-sized clips; deterministic for a given world size.
+
+    With `curves`, rank 0 adds a row of losses and held-out measures (`eval_clips` clips of the
+    namespace's "val" split) after the pretraining and every `eval_every` minimax iterations.
+    With `checkpoint`, rank 0 saves the run after each pretraining stage and every epoch;
+    `resume` continues from that file when it exists (every rank reads it)."""
+    run = _Run(recipe, preset, device, progress)
+    if checkpoint is not None and resume and checkpoint.is_file():
+        try:
+            state = torch.load(checkpoint, map_location=device, weights_only=True)
+        except Exception as e:  # torch.load raises many types on a damaged file
+            raise PabenchError(f"checkpoint {checkpoint}: unreadable ({type(e).__name__}); "
+                               "run again without --resume") from None
+        run.load(state, checkpoint)
+        if curves is not None:
+            curves.restore(state.get("rows", []))
+    rank0 = is_rank0()
+    val = render_pool(preset, eval_clips, recipe.seed, split="val") if curves and rank0 else None
+
+    def save() -> None:
+        if checkpoint is not None and rank0:
+            state = {**run.state(), "rows": curves.rows if curves else []}
+            atomic_write(checkpoint, lambda tmp: torch.save(state, tmp))
+
+    def observe() -> None:
+        if curves is not None and val is not None:
+            curves.add({"step": float(run.minimax.done),
+                        **run.minimax.recent(eval_every), **run.measure(val)}, recipe.steps)
+
+    if run.done < len(PHASES) - 1:
+        def after() -> None:
+            if run.done == len(PHASES) - 1:
+                observe()
+            save()
+        run.pretrain(log, after)
+
+    def every(done: int) -> None:
+        if done % eval_every == 0 or done == recipe.steps:
+            observe()
+        if done % run.epoch == 0 and done < recipe.steps:
+            save()
+
+    run.iterate(every)
+    barrier()
+    return run.finish(log, curves.rows if curves else None)
