@@ -1,6 +1,6 @@
 """The fast training path (issue #11/#12): batched data ops equal the per-sample reference,
 layouts follow the model, autocast trains (the GPU path, tested on CPU in bf16), and GPU
-evaluations may train models side by side."""
+evaluations train one model at a time."""
 
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def test_bf16_autocast_trains_and_predicts_on_cpu():
     assert pred.dtype == np.float32 and (pred.argmax(1) == labels).mean() > 0.9
 
 
-def test_gpu_evaluations_may_train_side_by_side():
-    """Workers on a GPU share it; auto stays one process there, and real data always one."""
+def test_gpu_evaluations_train_one_model_at_a_time():
+    """Side by side on one GPU missed the anonymized cache in its workers once on an H100
+    (benchmarks/README.md), so GPUs keep the sequential engine until that is understood."""
     gpu = EvaluationConfig("baseline:identity", device="cuda", workers=3)
-    assert workers_and_threads(gpu) == (3, max(1, usable_cores() // 3))
-    assert workers_and_threads(EvaluationConfig("baseline:identity", device="cuda"))[0] == 1
-    real = EvaluationConfig("baseline:identity", benchmark="real", protocol="ucf101-vispr1")
-    assert workers_and_threads(real)[0] == 1
+    assert workers_and_threads(gpu)[0] == 1
+    cpu = EvaluationConfig("baseline:identity", workers=2)
+    assert workers_and_threads(cpu) == (2, max(1, usable_cores() // 2))

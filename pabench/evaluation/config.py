@@ -29,10 +29,9 @@ class EvaluationConfig:
     seed: replaces the protocol's seeds with this one seed.
     meta_path: the submission's sidecar JSON (default: the file's name with .json).
     workers: models trained side by side, each in its own process with cores // workers
-        threads (on a GPU all of them share it: pa-synth's small models leave it idle while
-        Python launches kernels); 0 = one per usable core for pa-synth on a CPU and
-        `GPU_WORKERS` on a GPU; 1 under torchrun (DDP already spreads each model over the
-        ranks) and on real data (each worker holds its splits in memory).
+        threads; 0 = one per usable core for pa-synth on a CPU; 1 on a GPU, under torchrun
+        (DDP already spreads each model over the ranks) and on real data (each worker holds
+        its splits in memory).
     test_seed: a secret (at least 16 characters) pa-synth's test splits are rendered from, so
         a submission cannot know them in advance; default `PABENCH_TEST_SEED`, else the
         public seed. Records keep a commitment to it, never the secret.
@@ -81,10 +80,6 @@ class EvaluationConfig:
                        meta_path=None if self.meta_path is None else Path(self.meta_path))
 
 
-GPU_WORKERS = 1
-"""Processes sharing one GPU under `--workers 0` on pa-synth (see benchmarks/README.md)."""
-
-
 def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -92,10 +87,9 @@ def usable_cores() -> int:
 def workers_and_threads(config: EvaluationConfig) -> tuple[int, int]:
     """How many models train at once and the threads each gets (see `workers`)."""
     cores = usable_cores()
-    if is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if config.device != "cpu" or is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
         return 1, torch.get_num_threads()
-    auto = cores if config.device == "cpu" else GPU_WORKERS
-    workers = config.workers or (auto if config.benchmark == "pa-synth" else 1)
+    workers = config.workers or (cores if config.benchmark == "pa-synth" else 1)
     return workers, max(1, cores // workers) if workers > 1 else torch.get_num_threads()
 
 
