@@ -1,21 +1,31 @@
-"""`pabench datasets push` and `build` through the CLI; only HfApi's network calls are mocked."""
+"""`pabench datasets push` and `build` through the CLI against an in-process stand-in for the
+Hub's HTTP API (only the network is replaced)."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import av
+import datasets
+import httpx2
 import numpy as np
 import pytest
-from huggingface_hub import HfApi
-from huggingface_hub.hf_api import CommitInfo
+import yaml
+from huggingface_hub import DatasetCard, HfApi
+from huggingface_hub import constants as hf_constants
+from huggingface_hub.utils import _http as hf_http
 from PIL import Image
 from typer.testing import CliRunner
 
 from pabench.cli.datasets import app
-from pabench.data.push import files_to_push, push_dataset
+from pabench.data.hub import DatasetMeta
+from pabench.data.push import files_to_push, preview_features, push_dataset
 from pabench.errors import PabenchError
 
 
@@ -42,36 +52,177 @@ def built(tmp_path: Path) -> Path:
     return out
 
 
-def test_push_uploads_exactly_the_dataset(built: Path, monkeypatch) -> None:
-    calls: dict = {}
+class FakeHub:
+    """The Hub's HTTP API as far as a push uses it (create, settings, branch, tree, preupload,
+    commit), in process: huggingface_hub's own HTTP code talks to it, only the network is
+    replaced. Every file is uploaded as a regular (base64) blob."""
 
-    def create_repo(self, repo_id, **kw):
-        calls["repo"] = (repo_id, kw)
+    def __init__(self) -> None:
+        self.repos: dict[str, dict] = {}  # repo id -> {"private": bool, "branches": {...}}
+        self.commits: list[dict] = []
 
-    def create_branch(self, repo_id, **kw):
-        calls["branch"] = (repo_id, kw)
+    def files(self, repo_id: str, branch: str = "main") -> dict[str, bytes]:
+        return self.repos[repo_id]["branches"][branch]
 
-    def create_commit(self, repo_id, operations, **kw):
-        calls["commit"] = (repo_id, sorted(op.path_in_repo for op in operations), kw)
-        return CommitInfo(commit_url=f"https://huggingface.co/datasets/{repo_id}/commit/abc",
-                          commit_message="", commit_description="", oid="abc")
+    def copy(self, repo_id: str, dest: Path, branch: str = "main") -> Path:
+        """What the repo holds, as a local folder (what `snapshot_download` would give)."""
+        for rel, data in self.files(repo_id, branch).items():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(data)
+        return dest
 
-    monkeypatch.setattr(HfApi, "create_repo", create_repo)
-    monkeypatch.setattr(HfApi, "create_branch", create_branch)
-    monkeypatch.setattr(HfApi, "create_commit", create_commit)
-    result = CliRunner().invoke(app, ["push", "vispr2", "--repo-id", "org/vispr2", "--data-dir",
-                                      str(built.parent), "--private", "--revision", "v1"])
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        path = request.url.path
+        if path == "/api/repos/create":
+            body = json.loads(request.content)
+            repo_id = f"{body['organization']}/{body['name']}"
+            url = f"https://huggingface.co/datasets/{repo_id}"
+            if repo_id in self.repos:
+                return httpx2.Response(409, json={"error": "You already created this repo",
+                                                  "url": url})
+            self.repos[repo_id] = {"private": body.get("visibility") == "private",
+                                   "branches": {"main": {}}}
+            return httpx2.Response(200, json={"url": url})
+        if path == "/api/validate-yaml":
+            return httpx2.Response(200, json={"errors": [], "warnings": []})
+        kind, org, name, action, *rest = path.removeprefix("/api/").split("/")
+        assert kind == "datasets", path
+        repo = self.repos[f"{org}/{name}"]
+        branch = rest[0] if rest else "main"
+        if action == "settings":
+            repo["private"] = json.loads(request.content)["visibility"] == "private"
+            return httpx2.Response(200, json={})
+        if action == "branch":
+            if branch in repo["branches"]:
+                return httpx2.Response(409, json={"error": "branch exists"})
+            repo["branches"][branch] = dict(repo["branches"]["main"])
+            return httpx2.Response(200, json={})
+        if action == "tree":
+            return httpx2.Response(200, json=[
+                {"type": "file", "path": rel, "size": len(data), "oid": "0"}
+                for rel, data in sorted(repo["branches"][branch].items())])
+        if action == "preupload":
+            files = json.loads(request.content)["files"]
+            return httpx2.Response(200, json={"files": [
+                {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                for f in files]})
+        assert action == "commit", path
+        lines = [json.loads(line) for line in request.content.splitlines()]
+        files = repo["branches"][branch]
+        for line in lines[1:]:
+            if line["key"] == "file":
+                files[line["value"]["path"]] = base64.b64decode(line["value"]["content"])
+            else:
+                assert line["key"] == "deletedFile", line
+                del files[line["value"]["path"]]
+        self.commits.append(lines[0]["value"])
+        return httpx2.Response(200, json={
+            "commitUrl": f"https://huggingface.co/datasets/{org}/{name}/commit/abc",
+            "commitOid": "abc"})
+
+
+@pytest.fixture
+def hub(monkeypatch) -> Iterator[FakeHub]:
+    fake = FakeHub()
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    hf_http.set_client_factory(lambda: httpx2.Client(
+        transport=httpx2.MockTransport(fake),
+        event_hooks={"request": [hf_http.hf_request_event_hook]}))
+    yield fake
+    hf_http.set_client_factory(hf_http.default_client_factory)
+
+
+def _push(folder: Path, *options: str):
+    result = CliRunner().invoke(app, ["push", folder.name, "--repo-id", "org/vispr2",
+                                      "--data-dir", str(folder.parent), *options])
     assert result.exit_code == 0, result.output
-    assert calls["repo"] == ("org/vispr2", {"repo_type": "dataset", "private": True,
-                                            "exist_ok": True})
-    assert calls["branch"] == ("org/vispr2", {"repo_type": "dataset", "branch": "v1",
-                                              "exist_ok": True})
-    expected = ["README.md", "data/test.parquet", "data/train.parquet", "data/val.parquet",
-                "pabench.json", "videos/test/2017_2.jpg", "videos/train/2017_0.jpg",
-                "videos/val/2017_1.jpg"]
-    assert calls["commit"][1] == expected  # no build_report.json, no .cache
-    assert calls["commit"][2]["repo_type"] == "dataset" and calls["commit"][2]["revision"] == "v1"
+    return result
+
+
+def test_push_uploads_previews_video_metadata_and_card(built: Path, hub: FakeHub,
+                                                      tmp_path: Path) -> None:
+    result = _push(built, "--revision", "v1")
     assert "commit/abc" in result.output
+    files = hub.files("org/vispr2", "v1")
+    masters = ["data/test.parquet", "data/train.parquet", "data/val.parquet", "pabench.json",
+               "videos/test/2017_2.jpg", "videos/train/2017_0.jpg", "videos/val/2017_1.jpg"]
+    previews = [f"previews/{s}/{name}" for s, k in (("test", 2), ("train", 0), ("val", 1))
+                for name in (f"2017_{k}.mp4", "metadata.parquet")]
+    assert sorted(files) == sorted(["README.md", *masters, *previews])  # no report, no .cache
+    for rel in masters:
+        assert files[rel] == (built / rel).read_bytes()  # the lossless masters, untouched
+    with av.open(io.BytesIO(files["previews/train/2017_0.mp4"])) as container:
+        stream = container.streams.video[0]
+        assert (stream.codec_context.name, stream.format.name) == ("h264", "yuv420p")
+        frame = next(container.decode(video=0)).to_ndarray(format="rgb24")
+    assert frame.shape == (128, 128, 3) and np.abs(frame.astype(int)).max() < 8  # black 8x8
+
+    local = hub.copy("org/vispr2", tmp_path / "repo", "v1")
+    loaded = datasets.load_dataset(str(local), cache_dir=str(tmp_path / "hf-cache"))
+    features = loaded["train"].features
+    assert isinstance(features["video"], datasets.Video)
+    assert features["a16_race"] == datasets.ClassLabel(names=["no", "yes"])
+    train = loaded["train"].cast_column("video", datasets.Video(decode=False))
+    row = train[0]
+    assert row["video_id"] == "2017_0" and row["a16_race"] == 1 and row["a11_tattoo"] == 0
+    assert Path(row["video"]["path"]) == local / "previews/train/2017_0.mp4"
+
+    card = DatasetCard.load(local / "README.md")
+    assert card.data.task_categories == ["video-classification"]
+    assert card.data.size_categories == ["n<1K"]
+    assert card.data.annotations_creators == ["expert-generated"]
+    assert card.data.license == DatasetCard.load(built / "README.md").data.license
+    assert "## Citation" in card.text and "@" in card.text.split("## Citation")[1]
+
+
+def test_second_push_deletes_stale_files_and_makes_the_repo_private(built: Path,
+                                                                   hub: FakeHub) -> None:
+    _push(built)
+    assert hub.repos["org/vispr2"]["private"] is False
+    assert "previews/val/2017_1.mp4" in hub.files("org/vispr2")
+    src = built.parents[1] / "src"
+    (src / "val2017.txt").write_text("")  # the val video is gone from the rebuilt dataset
+    result = CliRunner().invoke(app, ["build", "vispr2", "--source", str(src),
+                                      "--out", str(built.parent)])
+    assert result.exit_code == 0, result.output
+    _push(built, "--private")
+    files = hub.files("org/vispr2")
+    assert hub.repos["org/vispr2"]["private"] is True  # an existing repository too
+    assert not [rel for rel in files if rel.startswith(("videos/val/", "previews/val/2017"))]
+    assert "videos/train/2017_0.jpg" in files and len(hub.commits) == 2
+
+
+def test_preview_features_make_attributes_yes_no() -> None:
+    meta = DatasetMeta(name="d", attributes=["face"], frame_attributes=True, splits={"train": 1})
+    features = datasets.Features({
+        "video_id": datasets.Value("string"), "video": datasets.Value("string"),
+        "masks": datasets.Value("string"), "action": datasets.ClassLabel(names=["run", "sit"]),
+        "face": datasets.Value("int8"), "frames_face": datasets.List(datasets.Value("int8"), 4)})
+    yes_no = datasets.ClassLabel(names=["no", "yes"])
+    assert preview_features(meta, features) == datasets.Features({
+        "video_id": datasets.Value("string"), "action": features["action"], "face": yes_no,
+        "frames_face": datasets.List(yes_no, 4)})
+
+
+@pytest.mark.fiftyone
+def test_push_fiftyone_writes_what_load_from_hub_reads(built: Path, hub: FakeHub,
+                                                       tmp_path: Path) -> None:
+    pytest.importorskip("fiftyone")
+    from fiftyone.utils.data.importers import LegacyFiftyOneDatasetImporter
+
+    _push(built, "--fiftyone")
+    local = hub.copy("org/vispr2", tmp_path / "repo")
+    config = yaml.safe_load((local / "fiftyone.yml").read_text())
+    assert config["format"] == "FiftyOneDataset" and config["name"] == "vispr2"
+    assert "version" not in json.loads((local / "metadata.json").read_text())  # JSON format
+    with LegacyFiftyOneDatasetImporter(str(local)) as importer:
+        samples = {Path(s.filepath).relative_to(local).as_posix(): s for s in importer}
+    assert sorted(samples) == ["previews/test/2017_2.mp4", "previews/train/2017_0.mp4",
+                               "previews/val/2017_1.mp4"]
+    train = samples["previews/train/2017_0.mp4"]
+    assert train.tags == ["train"] and train.metadata.frame_width == 128
+    assert [c.label for c in train["privacy"].classifications] == ["a16_race"]
 
 
 def test_push_refuses_unbuilt_folder_and_reports_network_errors(built: Path, tmp_path: Path,

@@ -190,16 +190,27 @@ def push(
         Path | None, typer.Option(help=f"The folder you built into (build's --out; "
                                        f"{DATA_HOME_HELP})")
     ] = None,
-    private: Annotated[bool, typer.Option(help="Create the repository as private")] = False,
+    private: Annotated[bool, typer.Option(help="Make the repository private (an existing one "
+                                               "too)")] = False,
     revision: Annotated[
         str | None, typer.Option(help="Branch to commit to (created if needed)")
     ] = None,
+    fiftyone: Annotated[bool, typer.Option(help="Also push the files FiftyOne's load_from_hub "
+                                                "reads (needs the fiftyone extra)")] = False,
 ) -> None:
-    """Upload a built dataset folder to the Hugging Face Hub (token: HF_TOKEN or hf login)."""
+    """Upload a built dataset to the Hugging Face Hub with browser-playable previews (token:
+    HF_TOKEN or hf login); files of the repo this push does not write are deleted."""
     from pabench.data.push import push_dataset
 
     folder = (data_dir or data_home()) / name
-    url, n = push_dataset(folder, repo_id, private=private, revision=revision)
+    if fiftyone:
+        from pabench.data.fiftyone_view import import_fiftyone
+
+        with checking_arguments():
+            import_fiftyone()  # before any work: the fix is an install, not a retry
+    with progress_bar() as bar:
+        url, n = push_dataset(folder, repo_id, private=private, revision=revision,
+                              fiftyone=fiftyone, progress=bar)
     out.print(f"pushed {clean(name)}: {n} files -> {clean(url)}", soft_wrap=True)
 
 

@@ -189,7 +189,7 @@ def _delete_stale(fo: ModuleType, names: list[str], dataset: str, folder: str,
             shutil.rmtree(pabench_home() / "fiftyone" / other, ignore_errors=True)
 
 
-def _member(root: Path, split: str, value: object, column: str) -> Path:
+def media_member(root: Path, split: str, value: object, column: str) -> Path:
     """A file named by a split's table, held to the builders' path rule: a downloaded dataset
     must not make pabench read files outside its folder."""
     problem = name_problem(value)
@@ -214,26 +214,26 @@ def _add_samples(fo: ModuleType, dataset, root: Path, meta: DatasetMeta, media: 
         table = pd.read_parquet(root / "data" / f"{split}.parquet")
         batch = []
         for row in table.to_dict("records"):
-            path = _member(root, split, row["video"], "video")
+            path = media_member(root, split, row["video"], "video")
             source = row["video_bytes"] if "video_bytes" in row else path
             video = decode_video(source, path)
             masks = None
             if row.get("masks"):
                 from pabench.data.synth import decode_masks
 
-                mask_path = _member(root, split, row["masks"], "masks")
+                mask_path = media_member(root, split, row["masks"], "masks")
                 masks = decode_masks(mask_path.read_bytes(), len(video), str(mask_path))
-            labels = _labels(meta, row, len(video), masks)
+            labels = sample_labels(meta, row, len(video), masks)
             stem = media / split / Path(str(row["video"])).stem
-            raw = _sample(fo, video, stem.with_suffix(".raw.mp4"), meta.fps, split, labels)
+            raw = fiftyone_sample(fo, video, stem.with_suffix(".raw.mp4"), meta.fps, split, labels)
             if sub is None:
                 batch.append(raw)
             else:
                 group = fo.Group()
                 raw["group"] = group.element("raw")
                 anonymized = _anonymize(sub, video, window, str(path))
-                anon = _sample(fo, anonymized, stem.with_suffix(".anonymized.mp4"), meta.fps,
-                               split, labels)
+                anon = fiftyone_sample(fo, anonymized, stem.with_suffix(".anonymized.mp4"),
+                                       meta.fps, split, labels)
                 anon["group"] = group.element("anonymized")
                 batch += [raw, anon]
             done += 1
@@ -243,7 +243,7 @@ def _add_samples(fo: ModuleType, dataset, root: Path, meta: DatasetMeta, media: 
     return done * (2 if sub else 1)
 
 
-def _labels(meta: DatasetMeta, row: dict, length: int,
+def sample_labels(meta: DatasetMeta, row: dict, length: int,
             masks: tuple[np.ndarray, np.ndarray] | None) -> dict:
     """Sample-level label values and per-frame ones (frame index from 0) of one table row."""
     sample: dict = {"video_id": str(row["video_id"])}
@@ -284,7 +284,7 @@ def _classes(fo: ModuleType, value: str | list[str]):
     return fo.Classifications(classifications=[fo.Classification(label=v) for v in value])
 
 
-def _sample(fo: ModuleType, video: np.ndarray, path: Path, fps: float, split: str,
+def fiftyone_sample(fo: ModuleType, video: np.ndarray, path: Path, fps: float, split: str,
             labels: dict):
     """One FiftyOne video sample: the preview file, its metadata and every label."""
     shape = encode_preview(video, fps, path)
