@@ -30,24 +30,16 @@ def _records() -> dict[tuple[str, str], Record]:
 RECORDS = _records()
 
 
-NOT_YET_MADE = {"unseen-attackers"}
-"""Ranked protocols whose v2 control records are not committed yet (CPU time): make them with
-`pabench evaluate baseline:identity,invert,channel-permute,black --protocol P --preset tiny
---output-dir DIR` and `pabench leaderboard add`, then remove P here."""
-MADE = [p for p in RANKED if p not in NOT_YET_MADE]
-
-
-def test_every_ranked_protocol_has_control_records_or_is_listed_as_missing():
+def test_every_ranked_protocol_has_control_records():
     have = {p for p in RANKED if (p, "identity") in RECORDS}
-    assert have == set(MADE), f"update NOT_YET_MADE: records exist for {sorted(have)}"
-    assert "known" in have
+    assert have == set(RANKED), f"no v2 control records for {sorted(set(RANKED) - have)}"
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-@pytest.mark.parametrize("protocol", MADE)
+@pytest.mark.parametrize("protocol", RANKED)
 def test_lossless_controls_score_like_identity(protocol):
     ident = RECORDS.get((protocol, "identity"))
     assert ident is not None, f"no committed v2 identity record for {protocol}"
@@ -60,7 +52,7 @@ def test_lossless_controls_score_like_identity(protocol):
         assert _overlap(m.action_ci, i.action_ci), (name, m.action, i.action)
 
 
-@pytest.mark.parametrize("protocol", MADE)
+@pytest.mark.parametrize("protocol", RANKED)
 def test_black_is_at_chance_on_both_axes(protocol):
     rec = RECORDS.get((protocol, "black"))
     assert rec is not None, f"no committed v2 black record for {protocol}"
@@ -70,7 +62,7 @@ def test_black_is_at_chance_on_both_axes(protocol):
     assert m.privacy_cmap <= m.base_cmap + 3, (m.privacy_cmap, m.base_cmap)
 
 
-@pytest.mark.parametrize("protocol", MADE)
+@pytest.mark.parametrize("protocol", RANKED)
 def test_identity_is_the_raw_reference_and_weak_attackers_are_named(protocol):
     ident = RECORDS[protocol, "identity"]
     assert ident.raw is not None and ident.raw.privacy_cmap == ident.metrics.privacy_cmap
