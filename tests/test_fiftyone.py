@@ -1,7 +1,8 @@
 """`pabench datasets view`: a tiny pa-synth split as a FiftyOne dataset, and the App's lifecycle.
 
 FiftyOne runs on a database of this test module only (FIFTYONE_DATABASE_DIR in a temporary
-folder), never the user's. The README's test command installs the extra, so a missing FiftyOne fails them.
+folder), never the user's. The README's test command installs the extra, so a missing
+FiftyOne fails these tests.
 """
 
 from __future__ import annotations
