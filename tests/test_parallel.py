@@ -46,3 +46,25 @@ def test_negative_workers_is_refused() -> None:
 
     with pytest.raises(PabenchError, match="--workers -1"):
         EvaluationConfig("baseline:identity", workers=-1).resolved()
+
+
+def test_a_worker_imports_the_parents_pabench_whatever_the_working_directory(tmp_path: Path,
+                                                                            monkeypatch) -> None:
+    """Started beside another checkout, a worker once trained with that code and missed the
+    parent's caches (`python -m` puts the working directory first on sys.path)."""
+    import subprocess
+
+    import pabench
+    from pabench.evaluation.parallel import worker_command
+
+    decoy = tmp_path / "pabench"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise SystemExit('the decoy checkout was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    argv, env = worker_command(1)
+    assert argv[-2:] == ["-m", "pabench.evaluation.parallel"]
+    out = subprocess.run([*argv[:-2], "-c", "import pabench; print(pabench.__file__)"], env=env,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()).resolve() == Path(pabench.__file__).resolve()
+    assert env["OMP_NUM_THREADS"] == "1"

@@ -29,9 +29,10 @@ class EvaluationConfig:
     seed: replaces the protocol's seeds with this one seed.
     meta_path: the submission's sidecar JSON (default: the file's name with .json).
     workers: models trained side by side, each in its own process with cores // workers
-        threads; 0 = one per usable core for pa-synth on a CPU; 1 on a GPU, under torchrun
-        (DDP already spreads each model over the ranks) and on real data (each worker holds
-        its splits in memory).
+        threads; 0 = one per usable core for pa-synth on a CPU, else 1. On a GPU several
+        workers share the device (its own CUDA context each), which hides the launch latency
+        of pa-synth's small models; under torchrun it is always 1 (DDP already spreads each
+        model over the ranks).
     test_seed: a secret (at least 16 characters) pa-synth's test splits are rendered from, so
         a submission cannot know them in advance; default `PABENCH_TEST_SEED`, else the
         public seed. Records keep a commitment to it, never the secret.
@@ -87,9 +88,10 @@ def usable_cores() -> int:
 def workers_and_threads(config: EvaluationConfig) -> tuple[int, int]:
     """How many models train at once and the threads each gets (see `workers`)."""
     cores = usable_cores()
-    if config.device != "cpu" or is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
+    if is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
         return 1, torch.get_num_threads()
-    workers = config.workers or (cores if config.benchmark == "pa-synth" else 1)
+    default = cores if config.device == "cpu" and config.benchmark == "pa-synth" else 1
+    workers = config.workers or default
     return workers, max(1, cores // workers) if workers > 1 else torch.get_num_threads()
 
 

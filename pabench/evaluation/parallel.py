@@ -18,10 +18,12 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 import torch
 
+import pabench
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.evaluation.fit import cached_prediction, fit_predict, plan
@@ -86,13 +88,24 @@ def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: 
 def _spawn(run: Run, job: FitJob, threads: int) -> dict[str, float]:
     """Run one job in a fresh interpreter (no inherited OpenMP pool, no re-import of the
     caller's script); the payload is our own pickle, on a pipe."""
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
-    out = subprocess.run([sys.executable, "-m", "pabench.evaluation.parallel"],
-                         input=pickle.dumps((run, job, threads)), capture_output=True, env=env)
+    argv, env = worker_command(threads)
+    out = subprocess.run(argv, input=pickle.dumps((run, job, threads)), capture_output=True,
+                         env=env)
     if out.returncode != 0:
         lines = out.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"]
         raise PabenchError(f"{job.stage}: training process failed: {printable(lines[-1], 300)}")
     return pickle.loads(out.stdout)
+
+
+def worker_command(threads: int) -> tuple[list[str], dict[str, str]]:
+    """The worker's command line and environment. It must import this very `pabench`: `-m`
+    would put the working directory first on `sys.path`, so a run started beside another
+    checkout (a benchmark of an older tree, a user's clone) trained with that code and missed
+    every cache the parent wrote. `-P` drops that entry; the parent's package root leads."""
+    root = str(Path(pabench.__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
+    return [sys.executable, "-P", "-m", "pabench.evaluation.parallel"], env
 
 
 def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
