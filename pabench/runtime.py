@@ -138,9 +138,12 @@ def check_device(device: str) -> str:
 
 
 def git_revision() -> str:
+    """The commit a record's code came from, `-dirty` when tracked files differ from it (a
+    copy of a working tree, say, whose .git lags behind its files)."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, cwd=Path(__file__).parent, timeout=5).stdout.strip()
+        return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
+                              capture_output=True, text=True, cwd=Path(__file__).parent,
+                              timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
