@@ -45,7 +45,8 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
         # learned baselines declare what they trained on, so novel protocols can check it
         meta = (SubmissionMeta(name=name, training_data=baseline.training_data)
                 if baseline.training_data is not None else None)
-        return from_module(name, baseline.build(ctx), meta)
+        # on the evaluation's device: a segmenter's weights would stay on the CPU otherwise
+        return from_module(name, baseline.build(ctx).to(ctx.device), meta)
     return load_submission(Path(text), meta_path, device=ctx.device)
 
 
