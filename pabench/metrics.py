@@ -86,13 +86,33 @@ def percentile_ci(values: np.ndarray, alpha: float = 0.05) -> tuple[float, float
     return (float(lo), float(hi))
 
 
+def average_precisions(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """scikit-learn's `average_precision_score` of every column of [N, A] at once (the sum
+    over distinct score thresholds of recall gained times precision, ties as one threshold).
+
+    The bootstrap scores thousands of resampled test sets per record; scikit-learn's input
+    checks made that about a fifth of a GPU evaluation. Equal to it to rounding (tested)."""
+    order = np.argsort(-scores, axis=0, kind="stable")
+    s = np.take_along_axis(scores, order, axis=0)
+    tp = np.cumsum(np.take_along_axis(labels > 0, order, axis=0), axis=0, dtype=np.float64)
+    end = np.ones_like(s, dtype=bool)
+    end[:-1] = s[:-1] != s[1:]  # the last video of each run of tied scores closes a threshold
+    closed = np.where(end, tp, 0.0)
+    before = np.zeros_like(tp)  # true positives at the previous threshold
+    before[1:] = np.maximum.accumulate(closed, axis=0)[:-1]
+    rank = np.arange(1, len(s) + 1, dtype=np.float64)[:, None]
+    gained = np.where(end, (tp - before) * tp / rank, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return gained.sum(axis=0) / tp[-1]
+
+
 def cmap_fixed(probs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """cMAP and mean F1 (at p = 0.5) over exactly these attributes, or NaN when one of them
     has a single class among these videos: a bootstrap draw must not silently score another
     attribute set than the full test set."""
     if not scorable(labels).all():
         return float("nan"), float("nan")
-    aps = [average_precision_score(labels[:, j], probs[:, j]) for j in range(labels.shape[1])]
+    aps = average_precisions(labels, probs)
     pred = probs >= 0.5
     tp = (pred & (labels > 0)).sum(0)
     denom = pred.sum(0) + (labels > 0).sum(0)

@@ -54,3 +54,21 @@ def test_relative_drop_and_clip_starts():
     assert relative_drop(0.0, 10.0) is None
     assert list(clip_starts(16, 16, 10)) == [0]
     assert list(clip_starts(64, 16, 4)) == [0, 16, 32, 48]
+
+
+def test_vectorised_average_precision_equals_scikit_learns() -> None:
+    """The bootstrap's AP must be scikit-learn's, ties (saturated sigmoids) included."""
+    from pabench.metrics import average_precisions
+
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n, a = int(rng.integers(2, 200)), int(rng.integers(1, 6))
+        y = (rng.random((n, a)) < rng.random()).astype(np.float32)
+        y[0], y[-1] = 1, 0
+        s = rng.random((n, a)).astype(np.float32)
+        if trial % 2:
+            s = np.round(s * 4) / 4  # runs of tied scores
+        if trial % 5 == 0:
+            s[: n // 2] = 1.0
+        expected = [average_precision_score(y[:, j], s[:, j]) for j in range(a)]
+        np.testing.assert_allclose(average_precisions(y, s), expected, rtol=0, atol=1e-12)
