@@ -200,3 +200,49 @@ def test_app_serves_and_ctrl_c_leaves_no_process(fo: ModuleType, split: Path) ->
     assert not [pid for pid in children if _alive(pid)]
     with pytest.raises(OSError):  # nothing listens on the port any more
         urllib.request.urlopen(served["url"], timeout=5)
+
+
+def test_view_shows_a_records_predictions(fo: ModuleType, split: Path, tmp_path: Path) -> None:
+    """`--predictions` puts the target's and attackers' per-video scores next to the labels,
+    with FiftyOne's evaluation of the action; a file of another dataset is one clear line."""
+    from types import SimpleNamespace
+
+    from pabench.evaluation.score import predictions
+
+    table = pd.read_parquet(split / "data" / "test.parquet")
+    ids = [str(v) for v in table["video_id"]]
+    clips = SimpleNamespace(name="synth-pa", split="test", video_ids=ids)
+    run = SimpleNamespace(seeds=(0, 1), protocol=SimpleNamespace(target="tiny3d"))
+    rng = np.random.default_rng(0)
+    actions = [rng.dirichlet(np.ones(len(synth.KNOWN_ACTIONS)), len(ids)) for _ in range(2)]
+    attributes = list(synth.KNOWN_ATTRIBUTES)
+    attacks = {"tiny2d": [rng.random((len(ids), len(attributes))) for _ in range(2)]}
+    frame = predictions(run, SimpleNamespace(action_test=clips, privacy_test=clips), actions,
+                        list(synth.KNOWN_ACTIONS), attacks, attributes)
+    assert len(frame) == 2 * len(ids) * 2  # (target + one attacker) x seeds x videos
+    path = tmp_path / "r.predictions.parquet"
+    frame.to_parquet(path)
+
+    name = _view(str(split), "--predictions", str(path))["name"]
+    dataset = fo.load_dataset(name)
+    mean = (actions[0] + actions[1]) / 2
+    for sample in dataset:
+        i = ids.index(sample["video_id"])
+        assert sample["action_prediction"].label == synth.KNOWN_ACTIONS[int(mean[i].argmax())]
+        scores = {c.label: c.confidence for c in sample["attack_tiny2d"].classifications}
+        expected = (attacks["tiny2d"][0][i] + attacks["tiny2d"][1][i]) / 2
+        assert np.allclose([scores[a] for a in attributes], expected, atol=1e-6)
+    assert "eval_action" in dataset.list_evaluations()
+    right = sum(s["action"].label == s["action_prediction"].label for s in dataset)
+    assert dataset.count_values("eval_action").get(True, 0) == right
+
+    other = frame.assign(dataset="synth-action")
+    other.to_parquet(path)
+    result = CliRunner().invoke(app, ["datasets", "view", str(split), "--predictions", str(path),
+                                      "--no-app"])
+    assert result.exit_code == 1
+    assert "no predictions for dataset 'synth-pa'" in str(result.exception)
+    path.write_text("not parquet")
+    result = CliRunner().invoke(app, ["datasets", "view", str(split), "--predictions", str(path),
+                                      "--no-app"])
+    assert result.exit_code == 1 and "not a parquet predictions file" in str(result.exception)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -26,7 +28,9 @@ def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path
             monkeypatch.setenv("PABENCH_HOME", str(tmp_path / f"home{workers}"))
             torch.set_num_threads(1)  # the sequential run with the workers' thread count
             records[workers] = evaluate("baseline:downsample-4x", QUICK, preset="tiny",
-                                        data_dir=synth_tiny, workers=workers)
+                                        data_dir=synth_tiny, workers=workers,
+                                        output_dir=tmp_path / f"out{workers}",
+                                        save_predictions=workers == 1)
     finally:
         torch.set_num_threads(threads)
     seq, par = records[1], records[2]
@@ -38,6 +42,18 @@ def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path
     # every model was trained by a worker: the parent only read predictions back
     assert par.timings["compute_train"] > 0
     assert os.listdir(tmp_path / "home2" / "runs" / "predictions")
+    # --save-predictions: every model's per-video test scores beside the record
+    saved = pd.read_parquet(tmp_path / "out1" / f"{seq.entry_id}.predictions.parquet")
+    assert not (tmp_path / "out2" / f"{par.entry_id}.predictions.parquet").exists()
+    ids = {side: list(pd.read_parquet(synth_tiny / ref.dataset / "data" / f"{ref.split}.parquet")
+                      ["video_id"].astype(str))
+           for side, ref in (("action", QUICK.action_test), ("privacy", QUICK.privacy_test))}
+    target = saved[saved["role"] == "target"]
+    attack = saved[saved["role"] == "attacker"]
+    assert list(target["video_id"]) == ids["action"] and list(attack["video_id"]) == ids["privacy"]
+    assert set(attack["model"]) == {"tiny2d"} and set(saved["seed"]) == {0}
+    assert len(attack["scores"].iloc[0]) == len(seq.metrics.attributes)
+    assert np.allclose([sum(x) for x in target["scores"]], 1, atol=1e-4)  # probabilities
 
 
 def test_negative_workers_is_refused() -> None:

@@ -227,6 +227,11 @@ def view(
                                        "synth-* datasets: pabench evaluate's folder)")
     ] = None,
     preset: Annotated[str, typer.Option(help="synth-* datasets: tiny or standard")] = "tiny",
+    predictions: Annotated[
+        Path | None, typer.Option(help="Per-video predictions of a record (`pabench evaluate "
+                                       "--save-predictions` writes NAME.predictions.parquet) "
+                                       "to show next to the labels, with FiftyOne's evaluation")
+    ] = None,
     address: Annotated[str, typer.Option(help="Address the App listens on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port the App listens on")] = 5151,
     no_app: Annotated[bool, typer.Option("--no-app", help="Build or reuse the FiftyOne "
@@ -238,10 +243,18 @@ def view(
 
     Prints the FiftyOne dataset's name (reused while the data is unchanged), then serves the
     App until Ctrl-C."""
-    from pabench.data.fiftyone_view import build_view, find_dataset, import_fiftyone, serve_app
+    from pabench.data.fiftyone_view import (
+        add_predictions,
+        build_view,
+        find_dataset,
+        import_fiftyone,
+        read_predictions,
+        serve_app,
+    )
 
     with checking_arguments():
         import_fiftyone()  # before any work: the fix is an install, not a retry
+        table = read_predictions(predictions) if predictions else None
         if anonymizer and not anonymizer.startswith("baseline:") and not Path(anonymizer).is_file():
             raise PabenchError(f"--anonymizer {clean(anonymizer)}: file not found (a submission "
                                "file or baseline:NAME)")
@@ -253,6 +266,9 @@ def view(
         result = build_view(root, anonymizer, progress=bar)
     err.print(f"FiftyOne dataset {result.name}: {result.samples} samples"
               f"{' (reused)' if result.reused else ''} in {result.seconds:.1f} s")
+    if table is not None and predictions is not None:
+        counts = add_predictions(result.name, table, predictions)
+        err.print("predictions: " + ", ".join(f"{k} on {v} samples" for k, v in counts.items()))
     if no_app:
         if json_out:
             print_json(result.as_json())

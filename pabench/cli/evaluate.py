@@ -85,6 +85,9 @@ def evaluate(
         "leaderboard/results only through `pabench leaderboard add`)"),
     replace: bool = typer.Option(False, help="Replace a record of another submission that "
                                  "has the same name"),
+    save_predictions: bool = typer.Option(
+        False, help="Also write every model's per-video test scores beside the record "
+        "(NAME.predictions.parquet), which `pabench datasets view --predictions` shows"),
     data_dir: Path | None = typer.Option(
         None, help="Built datasets (default: PABENCH_HOME/datasets, where `pabench datasets "
         "build` writes; pa-synth builds itself on first use in "
@@ -102,6 +105,7 @@ def evaluate(
     from pydantic import TypeAdapter
 
     from pabench.evaluation import compute, expand, store
+    from pabench.evaluation.store import predictions_path
     from pabench.runtime import check_writable, is_rank0
     from pabench.submission.core import fail
 
@@ -121,8 +125,11 @@ def evaluate(
         with progress_bar() as bar:
             evaluation = compute(config, bar)
         if is_rank0():
-            path, replaced = store(evaluation, results, replace=replace)
+            path, replaced = store(evaluation, results, replace=replace,
+                                   save_predictions=save_predictions)
             err.print(Text.assemble("replaced " if replaced else "wrote ", cell(path)))
+            if save_predictions:
+                err.print(Text.assemble("wrote ", cell(predictions_path(path))))
             if json_out:
                 records.append(evaluation.record)
             else:

@@ -20,9 +20,11 @@ __all__ = ["Evaluation", "EvaluationConfig", "compute", "evaluate", "expand", "s
 
 def evaluate(submission: str | Path | Submission, protocol: str | ProtocolSpec = "known", *,
              output_dir: Path | None = None, replace: bool = False,
-             progress: Progress | None = None, **options: object) -> Record:
+             save_predictions: bool = False, progress: Progress | None = None,
+             **options: object) -> Record:
     """Score `submission` (a file, `baseline:NAME` or a `Submission`) under one protocol and
-    return its record; with `output_dir`, also store it there (rank 0 only).
+    return its record; with `output_dir`, also store it there (rank 0 only), with
+    `save_predictions` the per-video predictions too.
 
     `options` are `EvaluationConfig` fields: benchmark, preset ("auto": standard on a GPU,
     tiny on CPU), data_dir, device, seed, meta_path, budgets, workers, command, test_seed."""
@@ -31,5 +33,5 @@ def evaluate(submission: str | Path | Submission, protocol: str | ProtocolSpec =
         check_writable(Path(output_dir))  # fail before hours of training, not after
     evaluation = compute(config, progress)
     if output_dir is not None and is_rank0():
-        store(evaluation, Path(output_dir), replace=replace)
+        store(evaluation, Path(output_dir), replace=replace, save_predictions=save_predictions)
     return evaluation.record

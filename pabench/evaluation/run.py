@@ -125,12 +125,12 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
         train_side_by_side(run, [sub] if is_raw else [sub, identity], workers, threads)
         run.tick("train_side_by_side", t0)
     t0 = time.perf_counter()
-    metrics, attackers = score(run, sub)
+    metrics, attackers, predictions = score(run, sub)
     run.tick("score", t0)
     raw_metrics, raw_attackers = metrics, attackers
     if not is_raw:
         t0 = time.perf_counter()
-        raw_metrics, raw_attackers = score(run, identity)
+        raw_metrics, raw_attackers, _ = score(run, identity)
         run.tick("raw_reference", t0)
     spec = run.protocol
     metrics.action_drop = relative_drop(raw_metrics.action, metrics.action)
@@ -186,4 +186,4 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
         command=config.command or (f"pabench.evaluate({str(config.submission)!r}, "
                                    f"protocol={spec.id!r})"),
     )
-    return Evaluation(record, sample)
+    return Evaluation(record, sample, predictions)

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from PIL import Image
 
 from pabench.data.clipset import ClipSet
+from pabench.errors import PabenchError
 from pabench.records import Record, write_record
 from pabench.runtime import atomic_write_bytes
 
@@ -20,6 +22,7 @@ class Evaluation:
 
     record: Record
     sample: np.ndarray  # uint8 [H, W, 3]
+    predictions: pd.DataFrame | None = None  # see `pabench.evaluation.score.predictions`
 
 
 def sample_strip(raw: ClipSet, anon: ClipSet, n: int = 3) -> np.ndarray:
@@ -36,16 +39,29 @@ def record_path(record: Record, output_dir: Path) -> Path:
     return Path(output_dir) / f"{record.entry_id}.json"
 
 
-def store(evaluation: Evaluation, output_dir: Path, *, replace: bool = False) -> tuple[Path, bool]:
-    """Write the sample PNG and the record; an existing record of another submission is only
-    replaced with `replace` (see `write_record`). Returns the path and whether it replaced one."""
+def predictions_path(record_file: Path) -> Path:
+    return record_file.with_name(f"{record_file.stem}.predictions.parquet")
+
+
+def store(evaluation: Evaluation, output_dir: Path, *, replace: bool = False,
+          save_predictions: bool = False) -> tuple[Path, bool]:
+    """Write the record, the sample PNG and with `save_predictions` the per-video predictions
+    beside it (`NAME.predictions.parquet`); an existing record of another submission is only
+    replaced with `replace` (see `write_record`), and then nothing is written. Returns the
+    path and whether it replaced one."""
     record = evaluation.record.model_copy(deep=True)
     path = record_path(record, output_dir)
     sample = Path("samples") / f"{path.stem}.png"
     png = io.BytesIO()
     Image.fromarray(evaluation.sample).save(png, format="PNG")
     record.samples = [sample.as_posix()]
-    replaced = write_record(record, path, replace=replace)
+    if save_predictions and evaluation.predictions is None:
+        raise PabenchError(f"{path}: this evaluation kept no predictions to save")
+    replaced = write_record(record, path, replace=replace)  # refuses before anything is written
     atomic_write_bytes(Path(output_dir) / sample, png.getvalue())
+    if save_predictions and evaluation.predictions is not None:
+        buffer = io.BytesIO()
+        evaluation.predictions.to_parquet(buffer, index=False)
+        atomic_write_bytes(predictions_path(path), buffer.getvalue())
     evaluation.record.samples = record.samples
     return path, replaced
