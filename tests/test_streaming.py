@@ -166,3 +166,29 @@ def test_still_images_are_stored_once_and_read_as_frames_and_clips(tmp_path: Pat
     np.testing.assert_array_equal(out.videos[:, 3], 255 - images)
     with pytest.raises(PabenchError, match="1 frames are shorter than the anonymizer's 4"):
         windows(1, 4)
+
+
+def test_datasets_verify_rereads_and_names_a_changed_split(tmp_path: Path) -> None:
+    """`pabench datasets verify`: ok on a fresh build; a file changed in place (same size,
+    timestamps put back, so a load's stamp check cannot see it) fails with exit 1."""
+    import json
+    import os
+
+    from typer.testing import CliRunner
+
+    from pabench.cli import app
+
+    root = tmp_path / "ds"
+    files = _dataset(root, 3)
+    runner = CliRunner()
+    ok = runner.invoke(app, ["datasets", "verify", str(root), "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout) == {"folder": str(root), "splits": {"test": True}}
+    st = files[0].stat()
+    data = bytearray(files[0].read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    files[0].write_bytes(bytes(data))
+    os.utime(files[0], ns=(st.st_atime_ns, st.st_mtime_ns))
+    bad = runner.invoke(app, ["datasets", "verify", str(root)])
+    assert bad.exit_code == 1 and "test: CHANGED" in bad.stdout
+    assert "split(s) test no longer match" in str(bad.exception)

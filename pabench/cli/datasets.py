@@ -215,6 +215,36 @@ def push(
 
 
 @app.command()
+def verify(
+    name: Annotated[str, typer.Argument(help="A built dataset: NAME (under --data-dir, or a "
+                                             "synth-* dataset) or its folder")],
+    data_dir: Annotated[
+        Path | None, typer.Option(help=f"The folder you built into ({DATA_HOME_HELP})")
+    ] = None,
+    preset: Annotated[str, typer.Option(help="synth-* datasets: tiny or standard")] = "tiny",
+    json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Re-read every file of a built dataset against the digests recorded when it was built.
+
+    Loads only compare each file's size and timestamps with its stored digest; this is the
+    full check (after copying a dataset, or when a disk is suspect). Exit 1 if a split changed."""
+    from pabench.data.hub import find_dataset, verify_dataset
+
+    with checking_arguments():
+        root = find_dataset(name, data_dir, preset)
+    result = verify_dataset(root)
+    if json_out:
+        print_json({"folder": str(root), "splits": result})
+    else:
+        for split, ok in result.items():
+            out.print(f"{clean(split)}: {'ok' if ok else 'CHANGED since it was built'}")
+    if not all(result.values()):
+        changed = ", ".join(s for s, ok in result.items() if not ok)
+        raise PabenchError(f"{root}: split(s) {changed} no longer match the fingerprints "
+                           "recorded at build time; rebuild them")
+
+
+@app.command()
 def view(
     name: Annotated[str, typer.Argument(help="A built dataset: NAME (under --data-dir, or a "
                                              "synth-* dataset, built on first use) or its folder")],
@@ -246,11 +276,11 @@ def view(
     from pabench.data.fiftyone_view import (
         add_predictions,
         build_view,
-        find_dataset,
         import_fiftyone,
         read_predictions,
         serve_app,
     )
+    from pabench.data.hub import find_dataset
 
     with checking_arguments():
         import_fiftyone()  # before any work: the fix is an install, not a retry

@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from pabench.data.hub import (
-    META_FILE,
     DatasetMeta,
     decode_video,
     name_problem,
@@ -90,34 +89,6 @@ class ViewResult:
 
     def as_json(self) -> dict:
         return asdict(self)
-
-
-def find_dataset(name: str, data_dir: Path | None, preset: str,
-                 progress: Progress | None = None) -> Path:
-    """A dataset folder from what a user types: a folder holding a build, a pa-synth dataset
-    (built on first use, like `pabench evaluate` does) or a dataset built into `data_dir`."""
-    from pabench.data.synth import SYNTH_DATASETS, build_synth, get_preset
-
-    path = Path(name)
-    if (path / META_FILE).is_file():
-        return path
-    if name in SYNTH_DATASETS:
-        from pabench.evaluation.data import synth_dir
-
-        get_preset(preset)
-        parent = data_dir or synth_dir(preset)
-        if not (parent / name / META_FILE).is_file():
-            build_synth(parent, preset=preset, names=(name,), progress=progress)
-        return parent / name
-    from pabench.data.registry import DATASETS
-
-    parent = data_dir or pabench_home() / "datasets"
-    if not (parent / name / META_FILE).is_file():
-        hint = (f"run `pabench datasets build {name} --source DIR`" if name in DATASETS
-                else "name a built dataset or a folder holding one")
-        raise PabenchError(f"{parent / name}: no built dataset there ({META_FILE} missing); "
-                           f"{hint}")
-    return parent / name
 
 
 def build_view(root: Path, anonymizer: str | None = None, *, frames: int | None = None,

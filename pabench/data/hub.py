@@ -15,6 +15,7 @@ import hashlib
 import io
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import av
 import datasets
@@ -26,6 +27,9 @@ from pydantic import BaseModel, Field, ValidationError
 
 from pabench.data.integrity import DigestCache
 from pabench.errors import PabenchError
+
+if TYPE_CHECKING:
+    from pabench.runtime import Progress
 
 META_FILE = "pabench.json"
 _MAX_PART_BYTES = 255  # the file-name limit of common file systems
@@ -164,6 +168,35 @@ def split_fingerprint(root: Path, split: str, *, digests: DigestCache | None = N
     if digests is None:
         cache.save()
     return h.hexdigest()
+
+
+def find_dataset(name: str, data_dir: Path | None, preset: str,
+                 progress: Progress | None = None) -> Path:
+    """A dataset folder from what a user types: a folder holding a build, a pa-synth dataset
+    (built on first use, like `pabench evaluate` does) or a dataset built into `data_dir`."""
+    from pabench.data.synth import SYNTH_DATASETS, build_synth, get_preset
+    from pabench.runtime import pabench_home  # lazy: runtime imports torch
+
+    path = Path(name)
+    if (path / META_FILE).is_file():
+        return path
+    if name in SYNTH_DATASETS:
+        from pabench.evaluation.data import synth_dir
+
+        get_preset(preset)
+        parent = data_dir or synth_dir(preset)
+        if not (parent / name / META_FILE).is_file():
+            build_synth(parent, preset=preset, names=(name,), progress=progress)
+        return parent / name
+    from pabench.data.registry import DATASETS
+
+    parent = data_dir or pabench_home() / "datasets"
+    if not (parent / name / META_FILE).is_file():
+        hint = (f"run `pabench datasets build {name} --source DIR`" if name in DATASETS
+                else "name a built dataset or a folder holding one")
+        raise PabenchError(f"{parent / name}: no built dataset there ({META_FILE} missing); "
+                           f"{hint}")
+    return parent / name
 
 
 def verify_dataset(root: Path) -> dict[str, bool]:
