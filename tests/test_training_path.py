@@ -64,10 +64,20 @@ def test_bf16_autocast_trains_and_predicts_on_cpu():
     assert pred.dtype == np.float32 and (pred.argmax(1) == labels).mean() > 0.9
 
 
-def test_gpu_evaluations_train_one_model_at_a_time():
-    """Side by side on one GPU missed the anonymized cache in its workers once on an H100
-    (benchmarks/README.md), so GPUs keep the sequential engine until that is understood."""
-    gpu = EvaluationConfig("baseline:identity", device="cuda", workers=3)
-    assert workers_and_threads(gpu)[0] == 1
+def test_workers_share_a_gpu_on_pa_synth_and_not_on_real_data(monkeypatch):
+    """Side by side on a GPU works since workers import the parent's pabench
+    (tests/test_parallel.py); pa-synth's small models share the device by default, a real
+    benchmark's large ones train one at a time unless asked."""
+    import pabench.evaluation.config as config
+
+    monkeypatch.setattr(config, "usable_cores", lambda: 16)
+    gpu = EvaluationConfig("baseline:identity", device="cuda")
+    assert workers_and_threads(gpu) == (config.GPU_WORKERS, 16 // config.GPU_WORKERS)
+    assert workers_and_threads(EvaluationConfig("baseline:identity", device="cuda",
+                                                workers=3)) == (3, 5)
+    real = EvaluationConfig("baseline:identity", device="cuda", benchmark="real",
+                            protocol="ucf101-vispr1")
+    assert workers_and_threads(real)[0] == 1
+    monkeypatch.setattr(config, "usable_cores", usable_cores)
     cpu = EvaluationConfig("baseline:identity", workers=2)
     assert workers_and_threads(cpu) == (2, max(1, usable_cores() // 2))

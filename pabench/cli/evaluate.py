@@ -95,8 +95,8 @@ def evaluate(
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
     seed: int | None = typer.Option(None, help="Override the protocol's seeds with one seed"),
     workers: int = typer.Option(0, help="Models trained side by side, one process each "
-                                "(0: one per core for pa-synth on CPU, else 1; on a GPU they "
-                                "share the device)"),
+                                "(0: for pa-synth one per core on CPU, up to 12 sharing a GPU; "
+                                "else 1)"),
     meta: Path | None = typer.Option(None, help="Submission sidecar JSON (default: NAME.json)"),
     json_out: bool = typer.Option(False, "--json", help="Print the record as JSON (a JSON "
                                   "list of records when several are scored)"),

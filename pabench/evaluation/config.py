@@ -29,10 +29,10 @@ class EvaluationConfig:
     seed: replaces the protocol's seeds with this one seed.
     meta_path: the submission's sidecar JSON (default: the file's name with .json).
     workers: models trained side by side, each in its own process with cores // workers
-        threads; 0 = one per usable core for pa-synth on a CPU, else 1. On a GPU several
-        workers share the device (its own CUDA context each), which hides the launch latency
-        of pa-synth's small models; under torchrun it is always 1 (DDP already spreads each
-        model over the ranks).
+        threads; 0 = for pa-synth one per usable core on a CPU and up to `GPU_WORKERS` on a
+        GPU (sharing the device, a CUDA context each, which hides the launch latency of its
+        small models), else 1; under torchrun always 1 (DDP already spreads each model over
+        the ranks).
     test_seed: a secret (at least 16 characters) pa-synth's test splits are rendered from, so
         a submission cannot know them in advance; default `PABENCH_TEST_SEED`, else the
         public seed. Records keep a commitment to it, never the secret.
@@ -81,6 +81,12 @@ class EvaluationConfig:
                        meta_path=None if self.meta_path is None else Path(self.meta_path))
 
 
+# pa-synth on a GPU: launch-bound models, so processes sharing the device fill it. 12 = one
+# wave of a side's models (3 seeds x target + 3 attackers); on an H100, 14 workers took a known
+# record from 70-84 s (8 workers) to 56 s (benchmarks/README.md).
+GPU_WORKERS = 12
+
+
 def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
@@ -90,7 +96,9 @@ def workers_and_threads(config: EvaluationConfig) -> tuple[int, int]:
     cores = usable_cores()
     if is_distributed() or int(os.environ.get("WORLD_SIZE", "1")) > 1:
         return 1, torch.get_num_threads()
-    default = cores if config.device == "cpu" and config.benchmark == "pa-synth" else 1
+    default = 1
+    if config.benchmark == "pa-synth":  # small models: one per core, a GPU shared by them
+        default = cores if config.device == "cpu" else min(cores, GPU_WORKERS)
     workers = config.workers or default
     return workers, max(1, cores // workers) if workers > 1 else torch.get_num_threads()
 
