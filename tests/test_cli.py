@@ -79,7 +79,8 @@ def test_evaluate_json_is_one_document_with_notes_on_stderr(monkeypatch, tmp_pat
     monkeypatch.setattr("pabench.evaluation.compute", lambda config, progress=None: Evaluation(
         record.model_copy(update={"protocol": record.protocol.model_copy(
             update={"id": config.spec.id})}), None))
-    monkeypatch.setattr("pabench.evaluation.store", lambda ev, folder, replace=False: (
+    monkeypatch.setattr("pabench.evaluation.store", lambda ev, folder, replace=False,
+                        save_predictions=False: (
         folder / f"{ev.record.protocol.id}.json", False))
     out = runner.invoke(app, ["evaluate", "baseline:identity", "--protocol", "all", "--preset",
                               "tiny", "--output-dir", str(tmp_path), "--json"])
