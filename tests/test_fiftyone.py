@@ -207,18 +207,17 @@ def test_view_shows_a_records_predictions(fo: ModuleType, split: Path, tmp_path:
     with FiftyOne's evaluation of the action; a file of another dataset is one clear line."""
     from types import SimpleNamespace
 
-    from pabench.evaluation.score import predictions
+    from pabench.evaluation.score import Predictions
 
     table = pd.read_parquet(split / "data" / "test.parquet")
     ids = [str(v) for v in table["video_id"]]
     clips = SimpleNamespace(name="synth-pa", split="test", video_ids=ids)
-    run = SimpleNamespace(seeds=(0, 1), protocol=SimpleNamespace(target="tiny3d"))
     rng = np.random.default_rng(0)
     actions = [rng.dirichlet(np.ones(len(synth.KNOWN_ACTIONS)), len(ids)) for _ in range(2)]
     attributes = list(synth.KNOWN_ATTRIBUTES)
     attacks = {"tiny2d": [rng.random((len(ids), len(attributes))) for _ in range(2)]}
-    frame = predictions(run, SimpleNamespace(action_test=clips, privacy_test=clips), actions,
-                        list(synth.KNOWN_ACTIONS), attacks, attributes)
+    frame = Predictions((0, 1), "tiny3d", clips, list(synth.KNOWN_ACTIONS), actions, clips,
+                        attributes, attacks).table()
     assert len(frame) == 2 * len(ids) * 2  # (target + one attacker) x seeds x videos
     path = tmp_path / "r.predictions.parquet"
     frame.to_parquet(path)

@@ -52,7 +52,7 @@ def curves(traces: list[Trace]) -> list[Curve]:
     return [Curve(**asdict(t)) for t in traces]
 
 
-def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], pd.DataFrame]:
+def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Predictions]:
     """Train and test the target and every attacker (every seed) on `sub`'s anonymized data.
     Privacy is scored on the attributes with both classes in the full test set, fixed for every
     bootstrap draw; the CIs resample test videos and seeds together, with the max over
@@ -99,28 +99,40 @@ def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], pd.
         target_epochs=max(c.epochs for c in target_curves if c.chosen),
         target_curves=target_curves, ci_method="videos+seeds, max inside",
     )
-    table = predictions(run, s, action_preds, action_names, attacker_preds, fixed)
-    return metrics, attackers, table
+    kept = Predictions(tuple(run.seeds), run.protocol.target, s.action_test, action_names,
+                       action_preds, s.privacy_test, fixed, attacker_preds)
+    return metrics, attackers, kept
 
 
-def predictions(run: Run, s: Sides, action_preds: list[np.ndarray], action_names: list[str],
-                attacker_preds: dict[str, list[np.ndarray]], attributes: list[str]
-                ) -> pd.DataFrame:
-    """Every model's per-video test scores, one row per (model, seed, video): what
-    `pabench evaluate --save-predictions` stores and `pabench datasets view --predictions`
-    shows next to the labels. Action scores are class probabilities (clips averaged);
-    attacker scores are per-attribute probabilities over the scored attributes."""
-    parts = [(s.action_test, "action", "target", run.protocol.target, action_names,
-              action_preds)]
-    parts += [(s.privacy_test, "privacy", "attacker", arch, attributes, preds)
-              for arch, preds in attacker_preds.items()]
-    rows = [{"side": side, "dataset": clips.name, "split": clips.split, "video_id": vid,
-             "role": role, "model": model, "seed": seed, "classes": list(names),
-             "scores": scores[i].astype(np.float32).tolist()}
-            for clips, side, role, model, names, per_seed in parts
-            for seed, scores in zip(run.seeds, per_seed, strict=True)
-            for i, vid in enumerate(clips.video_ids)]
-    return pd.DataFrame(rows)
+@dataclass(frozen=True)
+class Predictions:
+    """Every model's per-video test scores, kept as the arrays `score` already has; `table`
+    (one row per model, seed and video) is built only when `pabench evaluate
+    --save-predictions` stores it for `pabench datasets view --predictions`. Action scores are
+    class probabilities (clips averaged); attacker scores are per-attribute probabilities over
+    the scored attributes."""
+
+    seeds: tuple[int, ...]
+    target: str
+    action_test: ClipSet
+    action_names: list[str]
+    action_preds: list[np.ndarray]
+    privacy_test: ClipSet
+    attributes: list[str]
+    attacker_preds: dict[str, list[np.ndarray]]
+
+    def table(self) -> pd.DataFrame:
+        parts = [(self.action_test, "action", "target", self.target, self.action_names,
+                  self.action_preds)]
+        parts += [(self.privacy_test, "privacy", "attacker", arch, self.attributes, preds)
+                  for arch, preds in self.attacker_preds.items()]
+        rows = [{"side": side, "dataset": clips.name, "split": clips.split, "video_id": vid,
+                 "role": role, "model": model, "seed": seed, "classes": list(names),
+                 "scores": scores[i].astype(np.float32).tolist()}
+                for clips, side, role, model, names, per_seed in parts
+                for seed, scores in zip(self.seeds, per_seed, strict=True)
+                for i, vid in enumerate(clips.video_ids)]
+        return pd.DataFrame(rows)
 
 
 def _joint_ci(action_preds: list[np.ndarray], labels: np.ndarray, action_names: list[str],

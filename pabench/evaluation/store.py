@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from PIL import Image
 
 from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
+from pabench.evaluation.score import Predictions
 from pabench.records import Record, write_record
 from pabench.runtime import atomic_write_bytes
 
@@ -22,7 +22,7 @@ class Evaluation:
 
     record: Record
     sample: np.ndarray  # uint8 [H, W, 3]
-    predictions: pd.DataFrame | None = None  # see `pabench.evaluation.score.predictions`
+    predictions: Predictions | None = None
 
 
 def sample_strip(raw: ClipSet, anon: ClipSet, n: int = 3) -> np.ndarray:
@@ -61,7 +61,7 @@ def store(evaluation: Evaluation, output_dir: Path, *, replace: bool = False,
     atomic_write_bytes(Path(output_dir) / sample, png.getvalue())
     if save_predictions and evaluation.predictions is not None:
         buffer = io.BytesIO()
-        evaluation.predictions.to_parquet(buffer, index=False)
+        evaluation.predictions.table().to_parquet(buffer, index=False)
         atomic_write_bytes(predictions_path(path), buffer.getvalue())
     evaluation.record.samples = record.samples
     return path, replaced
