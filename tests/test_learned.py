@@ -37,7 +37,6 @@ from pabench.training.anonymizer import (
     _SSL,
     METHODS,
     RECIPES,
-    Batches,
     SPActRecipe,
     TrainResult,
     _evaluating,
@@ -45,9 +44,9 @@ from pabench.training.anonymizer import (
     default_recipe,
     load_recipe,
     pretrain_identity,
-    render_pool,
     train_anonymizer,
 )
+from pabench.training.pools import Batches, as_tensor, render_pool, synth_source
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -119,10 +118,11 @@ def test_identity_pretraining_reproduces_the_input():
     recipe = SPActRecipe()
     torch.manual_seed(0)
     fa = AnonymizerUNet(recipe.width)
-    held_out = render_pool("tiny", 8, seed=1).videos.float().div(255)
+    pool = render_pool("tiny", 8, seed=1)
+    held_out = as_tensor(pool, np.arange(len(pool)), pool.videos.shape[1], "cpu")
     with torch.no_grad():
         before = float((fa(held_out) - held_out).abs().mean())
-    stage = pretrain_identity(fa, Batches(render_pool("tiny", 64), recipe.batch, 0, "cpu"),
+    stage = pretrain_identity(fa, Batches(render_pool("tiny", 64), None, recipe.batch, 0, "cpu", 8),
                               recipe)
     with torch.no_grad():
         after = float((fa(held_out) - held_out).abs().mean())
@@ -213,20 +213,22 @@ def test_short_training_lowers_the_privacy_term_and_keeps_the_action(method):
     extra = {"spact": ssl, "penalty": {**ssl, "penalty_bound": 0.05}}.get(method, vita)
     recipe = RECIPES[method](clips=16, batch=4, width=4, identity_steps=10, target_steps=30,
                              steps=8, anonymizer_lr=1e-2, target_lr=5e-3, **extra)
-    run = _Run(recipe, "tiny", "cpu", None)
+    run = _Run(recipe, synth_source("tiny"), "cpu", None)
     run.pretrain()
     privacy = run.privacy.models()
     side = run.privacy
     for opt in [side.opt_b] if isinstance(side, _SSL) else side.opts:  # type: ignore[attr-defined]
         for group in opt.param_groups:
             group["lr"] = 0.0  # frozen as pretrained
-    x, yb = run.batches.pool.videos.float().div(255), run.batches.pool.attributes
+    pool = run.batches.action_pool
+    x = as_tensor(pool, np.arange(len(pool)), pool.videos.shape[1], "cpu")
+    yb = torch.from_numpy(pool.attributes)
 
     def measure() -> tuple[float, float]:
         with _evaluating(run.nets.fa, batch_stats=tuple(privacy)):
             a = run.nets.fa(x)
             term = float(run.privacy.term(a, yb))
-        return term, _utility(run.nets.ft, a, run.batches.pool.actions)
+        return term, _utility(run.nets.ft, a, torch.from_numpy(pool.actions))
 
     (term0, top0), _ = measure(), run.iterate()
     term1, top1 = measure()

@@ -5,9 +5,11 @@ MPPAR): registered, trained on first use and cached, and exported.
 `pabench.training.anonymizer`, the network in `pabench.anonymizers.learned`) on clips rendered
 from a seed namespace no benchmark split uses, with known actions only (and, for the VITA
 family, known attributes only), against architectures no protocol scores with, and caches the
-weights under `BuildContext.cache_dir` keyed by preset, `VERSION` (the code) and a hash of the
-recipe. `train_and_export` (`pabench train-baseline`) writes one as a submission file with its
-sidecar, the curves of its training beside it, and checkpoints it can resume from.
+weights under `BuildContext.cache_dir` keyed by the training data (preset, or the real
+datasets' fingerprints), `VERSION` (the code) and a hash of the recipe. `train_and_export`
+(`pabench train-baseline`) trains on pa-synth or on two built real datasets and writes the
+result as a submission file with its sidecar, the curves of its training beside it, and
+checkpoints it can resume from.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from torch import nn
 from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext
 from pabench.anonymizers.cache import load_or_train as cached
 from pabench.anonymizers.cache import models_dir
-from pabench.anonymizers.learned import TRAIN_DATASET, AnonymizerUNet
-from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, get_preset, resolve_preset
+from pabench.anonymizers.learned import AnonymizerUNet
+from pabench.data.synth import resolve_preset
 from pabench.errors import PabenchError
+from pabench.protocols import get_protocol
 from pabench.runtime import (
     Progress,
     atomic_write_text,
@@ -46,9 +49,10 @@ from pabench.training.anonymizer import (
     train_anonymizer,
 )
 from pabench.training.curves import Curves
+from pabench.training.pools import TrainingSource, real_source, synth_source
 
 VERSION = "v2"  # bump when the architecture, the training data or the training code changes
-DECLARED_DATASET = f"pa-synth-{TRAIN_DATASET}"
+REAL_SETTING = "ucf101-vispr1"  # the real protocol whose clip shape real training uses
 PAPERS = {
     "spact": "https://arxiv.org/abs/2203.15205",
     "vita": "https://arxiv.org/abs/1906.05675",
@@ -57,37 +61,43 @@ PAPERS = {
 }
 
 
-def training_data(method: str, recipe: AnyRecipe | None = None) -> TrainingData:
-    """What a learned baseline sees in training: known actions always; the VITA family's
-    supervised attackers also see the known attributes, SPAct's self-supervised branch no
-    labels; and the architectures it was trained against."""
+def training_data(method: str, recipe: AnyRecipe | None = None,
+                  source: TrainingSource | None = None) -> TrainingData:
+    """What a learned baseline sees in training (pa-synth tiny unless `source` says): the
+    source's actions always; the VITA family's supervised attackers also see its attributes,
+    SPAct's self-supervised branch no labels; and the architectures it was trained against."""
     spec = recipe if recipe is not None else default_recipe(method)
-    attributes = list(KNOWN_ATTRIBUTES) if isinstance(spec, VitaRecipe) else []
-    return TrainingData(datasets=[DECLARED_DATASET], action_classes=list(KNOWN_ACTIONS),
-                        attributes=attributes, attackers=list(spec.attackers()))
+    source = source or synth_source("tiny")
+    attributes = list(source.attribute_names) if isinstance(spec, VitaRecipe) else []
+    return TrainingData(datasets=list(source.datasets),
+                        action_classes=list(source.action_classes), attributes=attributes,
+                        attackers=list(spec.attackers()))
 
 
 def recipe_digest(recipe: AnyRecipe) -> str:
     return hashlib.sha256(recipe.model_dump_json().encode()).hexdigest()[:12]
 
 
-def cache_path(method: str, preset: str, recipe: AnyRecipe,
+def cache_path(method: str, data: str, recipe: AnyRecipe,
                cache_dir: Path | None = None) -> Path:
-    return models_dir(cache_dir) / f"{method}-{preset}-{VERSION}-{recipe_digest(recipe)}.pt"
+    """The cache file of `method` trained on `data` (a preset, or a real source's key)."""
+    return models_dir(cache_dir) / f"{method}-{data}-{VERSION}-{recipe_digest(recipe)}.pt"
 
 
-def load_or_train(method: str, preset: str, *, recipe: AnyRecipe | None = None,
+def load_or_train(method: str, source: TrainingSource | str, *,
+                  recipe: AnyRecipe | None = None,
                   cache_dir: Path | None = None, device: str = "cpu",
                   progress: Progress | None = None, log: Log | None = None,
                   curves: Curves | None = None, eval_every: int = 25,
                   resume: bool = False) -> TrainResult:
-    """The trained anonymizer for `method` on `preset`, from the cache or trained now (the
-    default recipe unless one is given). Under torchrun every rank trains its share (DDP) and
-    rank 0 writes the cache. Training checkpoints next to the cache file (`.ckpt`, removed once
-    the cache is written); `resume` continues from it."""
-    get_preset(preset)
+    """The trained anonymizer for `method` on `source` (a pa-synth preset name, or a
+    `TrainingSource`), from the cache or trained now (the default recipe unless one is given).
+    Under torchrun every rank trains its share (DDP) and rank 0 writes the cache. Training
+    checkpoints next to the cache file (`.ckpt`, removed once the cache is written); `resume`
+    continues from it."""
+    source = synth_source(source) if isinstance(source, str) else source
     spec = recipe if recipe is not None else default_recipe(method)
-    path = cache_path(method, preset, spec, cache_dir)
+    path = cache_path(method, source.key, spec, cache_dir)
     checkpoint = path.with_suffix(".ckpt")
 
     def restore(payload: Any) -> TrainResult:
@@ -98,12 +108,13 @@ def load_or_train(method: str, preset: str, *, recipe: AnyRecipe | None = None,
 
     result = cached(
         path, restore=restore,
-        train=lambda: train_anonymizer(spec, preset, device=device, progress=progress, log=log,
+        train=lambda: train_anonymizer(spec, source, device=device, progress=progress, log=log,
                                        curves=curves, eval_every=eval_every,
                                        checkpoint=checkpoint, resume=resume),
         state=lambda result: {"weights": result.net.state_dict(), "losses": result.losses,
                               "curves": result.curves},
-        what=f"baseline '{method}' for pa-synth {preset}, minutes on a CPU",
+        what=f"baseline '{method}' for {'real data' if source.real else 'pa-synth'} "
+             f"{source.key}",
     )
     if is_rank0() and not result.cached:
         checkpoint.unlink(missing_ok=True)
@@ -115,7 +126,7 @@ class TrainedExport:
     """What `train_and_export` wrote, for the caller to report."""
 
     name: str  # the submission name in the sidecar
-    preset: str
+    preset: str  # the pa-synth preset, or "real"
     fmt: str
     path: Path
     sidecar: Path
@@ -124,36 +135,47 @@ class TrainedExport:
     result: TrainResult  # `cached` tells whether it was trained now
 
 
-def default_out(method: str, preset: str, recipe: AnyRecipe) -> Path:
+def default_out(method: str, data: str, recipe: AnyRecipe) -> Path:
     """Where `pabench train-baseline` writes unless told: the pabench home, one file per
-    method, preset and recipe."""
-    return pabench_home() / "baselines" / f"{method}-{preset}-{recipe_digest(recipe)}.pt2"
+    method, training data (preset or real source key) and recipe."""
+    return pabench_home() / "baselines" / f"{method}-{data}-{recipe_digest(recipe)}.pt2"
 
 
 def train_and_export(method: str, out: Path | None = None, *, preset: str = "auto",
-                     device: str = "cpu", recipe: Path | None = None, fmt: str = "torch.export",
+                     data_dir: Path | None = None, action_data: str = "ucf101",
+                     privacy_data: str = "vispr1", device: str = "cpu",
+                     recipe: Path | None = None, fmt: str = "torch.export",
                      progress: Progress | None = None, log: Log | None = None,
                      echo: Callable[[str], None] | None = None, eval_every: int = 25,
                      resume: bool = False) -> TrainedExport | None:
-    """Train `method` on pa-synth (or reuse its cache) and write it as a submission file with
-    a sidecar declaring its training data and recipe (seeds included), and its training curves
-    as OUT.curves.csv and OUT.curves.png (`echo` gets each curve row as a line). The sidecar's
-    name is METHOD-RECIPEHASH: a file may not take a baseline's own name. Every argument is
-    checked before training. Under torchrun all ranks train; rank 0 reports, writes and
-    returns, the others return None."""
-    spec = load_recipe(recipe, method) if recipe is not None else default_recipe(method)
-    preset = resolve_preset(preset, check_device(device))
+    """Train `method` on pa-synth, or with `data_dir` on the built real datasets
+    `action_data` and `privacy_data` at the real protocols' clip shape (or reuse its cache),
+    and write it as a submission file with a sidecar declaring its training data and recipe
+    (seeds included), and its training curves as OUT.curves.csv and OUT.curves.png (`echo`
+    gets each curve row as a line). The sidecar's name is METHOD-RECIPEHASH: a file may not
+    take a baseline's own name. Every argument is checked before training. Under torchrun all
+    ranks train; rank 0 reports, writes and returns, the others return None."""
+    real = data_dir is not None
+    spec = (load_recipe(recipe, method, real) if recipe is not None
+            else default_recipe(method, real))
     fmt = check_format(fmt)
+    if data_dir is None:  # pa-synth
+        source = synth_source(resolve_preset(preset, check_device(device)))
+    else:
+        check_device(device)
+        clip = get_protocol(REAL_SETTING).clip
+        assert clip.frames is not None and clip.size is not None
+        source = real_source(data_dir, action_data, privacy_data, clip.frames, clip.size)
     if eval_every < 1:
         raise PabenchError(f"--eval-every must be at least 1, not {eval_every}")
-    out = Path(out) if out is not None else default_out(method, preset, spec)
+    out = Path(out) if out is not None else default_out(method, source.key, spec)
     out.parent.mkdir(parents=True, exist_ok=True)
     check_writable(out.parent)  # fail before minutes of training, not after
     curve_files = (out.with_suffix(".curves.csv"), out.with_suffix(".curves.png"))
     device = init_distributed(device)
     rank0 = is_rank0()
     curves = Curves(*curve_files, echo=echo) if rank0 else None
-    result = load_or_train(method, preset, recipe=spec, device=device,
+    result = load_or_train(method, source, recipe=spec, device=device,
                            progress=progress if rank0 else None, log=log if rank0 else None,
                            curves=curves, eval_every=eval_every, resume=resume)
     if curves is None:
@@ -161,22 +183,23 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
     if result.cached:  # the curves of the run that made the cache
         curves.restore(result.curves)
         curves.write()
-    p = get_preset(preset)
-    written = export_submission(result.net, out, frames=p.frames, size=p.size, fmt=fmt)
+    written = export_submission(result.net, out, frames=source.frames, size=source.size,
+                                fmt=fmt)
     name = f"{method}-{recipe_digest(spec)}"
     meta = SubmissionMeta(name=name, paper_url=PAPERS.get(method),
-                          training_data=training_data(method, spec),
+                          training_data=training_data(method, spec, source),
                           training_recipe=spec.model_dump(mode="json"))
     sidecar = atomic_write_text(written.with_suffix(".json"),
                                 meta.model_dump_json(indent=2, exclude_none=True) + "\n")
-    return TrainedExport(name, preset, fmt, written, sidecar, curve_files,
-                         cache_path(method, preset, spec), result)
+    return TrainedExport(name, source.preset, fmt, written, sidecar, curve_files,
+                         cache_path(method, source.key, spec), result)
 
 
 def _build(method: str, ctx: BuildContext) -> nn.Module:
     if ctx.benchmark != "pa-synth":
-        raise PabenchError(f"baseline '{method}' is trained on pa-synth only; evaluate it with "
-                           "--benchmark pa-synth")
+        raise PabenchError(f"baseline:{method} is trained on pa-synth; for real data run "
+                           f"`pabench train-baseline {method} --benchmark real` and evaluate "
+                           "the file it writes")
     net = load_or_train(method, ctx.preset, cache_dir=ctx.cache_dir, device=ctx.device).net
     return net.to(ctx.device).eval()
 

@@ -10,6 +10,7 @@ import typer
 from pabench.cli.console import cell, err, out
 from pabench.cli.usage import checking_arguments
 from pabench.data.synth import resolve_preset
+from pabench.errors import PabenchError, unknown_name
 from pabench.runtime import check_device
 from pabench.submission import check_format
 
@@ -20,6 +21,17 @@ def train_baseline(
     name: Annotated[str, typer.Argument(help="Learned baseline: spact, penalty, vita, "
                                              "vita-grl, vita-kbeam or mppar")],
     preset: Annotated[str, typer.Option(help=PRESET_HELP)] = "auto",
+    benchmark: Annotated[str, typer.Option(help="pa-synth (clips rendered for training), or "
+                                                "real (built datasets, see --data-dir)")
+                         ] = "pa-synth",
+    data_dir: Annotated[Path | None, typer.Option(
+        help="Real data: the folder of built datasets (default: PABENCH_HOME/datasets, where "
+             "`pabench datasets build` writes)")] = None,
+    action_data: Annotated[str, typer.Option(help="Real data: the action dataset (its train "
+                                                  "split; a tenth held out for the curves)")
+                           ] = "ucf101",
+    privacy_data: Annotated[str, typer.Option(help="Real data: the privacy dataset (its train "
+                                                   "split; a tenth held out)")] = "vispr1",
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
     recipe: Annotated[Path | None, typer.Option(help="Recipe JSON (default: the leaderboard "
                                                      "recipe, baselines/NAME.json)")] = None,
@@ -34,18 +46,26 @@ def train_baseline(
     fmt: Annotated[str, typer.Option("--format", help="torch.export (default) or torchscript "
                                                       "(deprecated)")] = "torch.export",
 ) -> None:
-    """Train a learned baseline on pa-synth (or reuse its cache) and export it: progress and
-    curves on stderr, the written paths on stdout."""
+    """Train a learned baseline on pa-synth or on built real datasets (or reuse its cache) and
+    export it: progress and curves on stderr, the written paths on stdout."""
     from pabench.anonymizers.learned_baselines import train_and_export
     from pabench.cli.progress import progress_bar
+    from pabench.runtime import pabench_home
     from pabench.training.anonymizer import default_recipe
 
     with checking_arguments():
         default_recipe(name)
+        if benchmark not in ("pa-synth", "real"):
+            raise unknown_name("benchmark", benchmark, ("pa-synth", "real"))
+        real = benchmark == "real"
+        if data_dir is not None and not real:
+            raise PabenchError("--data-dir names real datasets: add --benchmark real")
         resolve_preset(preset, check_device(device))
         check_format(fmt)
     with progress_bar() as bar:
         done = train_and_export(name, path, preset=preset, device=device, recipe=recipe,
+                                data_dir=(data_dir or pabench_home() / "datasets") if real
+                                else None, action_data=action_data, privacy_data=privacy_data,
                                 fmt=fmt, progress=bar, log=_print_stage,
                                 echo=lambda line: err.print(cell(line)), eval_every=eval_every,
                                 resume=resume)

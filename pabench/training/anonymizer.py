@@ -22,9 +22,10 @@ on the current f_A output:
   models, split 60/40 each epoch (its supplement's Algorithm 1 and set construction).
 
 Where the papers loop "until accuracy reaches a threshold", each iteration here takes a fixed
-number of updates, so a recipe has a known cost. Data are clips rendered from a seed namespace
-of their own (`TRAIN_DATASET`) with known actions only: no benchmark split is ever seen. The
-held-out clips the curves are measured on come from the same namespace's "val" split.
+number of updates, so a recipe has a known cost. The clips (`pabench.training.pools`) are
+rendered from a pa-synth seed namespace of their own with known actions only, so no benchmark
+split is ever seen, or come from two built real datasets (action and privacy, the papers'
+UCF101 + VISPR1 setting); the held-out clips of the curves come from the same namespace.
 
 A run can be watched and resumed: every `eval_every` minimax iterations a `Curves` row gets the
 mean losses and held-out utility/privacy; a checkpoint (all weights, optimizer states, random
@@ -54,8 +55,7 @@ import torch.nn.functional as F
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from torch import nn
 
-from pabench.anonymizers.learned import GROUPS, TRAIN_DATASET, AnonymizerUNet
-from pabench.data.synth import KNOWN_ACTIONS, KNOWN_ATTRIBUTES, clip_rng, get_preset, render_clip
+from pabench.anonymizers.learned import GROUPS, AnonymizerUNet
 from pabench.errors import PabenchError, unknown_name
 from pabench.metrics import cmap_fixed
 from pabench.models import MODELS, build_model
@@ -65,13 +65,13 @@ from pabench.runtime import (
     barrier,
     is_distributed,
     is_rank0,
-    rank_world,
     read_json,
     validation_error,
     wrap_ddp,
 )
 from pabench.training.attackers import TRAINING_ONLY
 from pabench.training.curves import Curves
+from pabench.training.pools import Batches, ClipPool, TrainingSource, as_tensor, synth_source
 
 Log = Callable[[str, dict[str, float]], None]
 METHODS = ("spact", "penalty", "vita", "vita-grl", "vita-kbeam", "mppar")
@@ -86,7 +86,8 @@ class _Recipe(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     seed: int = 0
-    clips: int = Field(1024, ge=8, description="training clips rendered (known actions)")
+    clips: int = Field(1024, ge=8, description="pa-synth: training clips rendered (known "
+                                               "actions); real data trains on its train split")
     batch: int = Field(16, ge=2, description="clips per step, summed over DDP ranks")
     width: int = Field(16, ge=GROUPS, multiple_of=GROUPS, description="U-Net width of f_A")
     identity_steps: int = Field(600, ge=1, description="max L1 reconstruction steps for f_A")
@@ -187,19 +188,47 @@ RECIPES: dict[str, type[_Recipe]] = {
 }
 
 
-def default_recipe(method: str) -> AnyRecipe:
+def default_recipe(method: str, real: bool = False) -> AnyRecipe:
+    """The leaderboard recipe for pa-synth, or with `real` the papers' settings for real data
+    (`baselines/real/NAME.json` holds the same values)."""
     if method not in RECIPES:
         raise unknown_name("learned baseline", method, RECIPES)
-    return RECIPES[method]()  # type: ignore[return-value]
+    return RECIPES[method](**(_real_settings(method) if real else {}))  # type: ignore[return-value]
 
 
-def load_recipe(path: Path, method: str) -> AnyRecipe:
-    """Read a recipe file for `method`; any problem is one line naming the file."""
+_REAL_EPOCH = 537  # steps per epoch: UCF101 split-1 train (9,537 videos) less a tenth, batch 16
+
+
+def _real_settings(method: str) -> dict:
+    """UCF101 + VISPR1 training as in SPAct's supplement (C.2-C.4): R3D-18 f_T, ResNet-50
+    NT-Xent f_B, Adam at 1e-3, f_A pretrained 100 epochs, f_T 150, f_B 400, minimax 100
+    epochs; MPPAR's alpha 5e-4 and beta 1e-4. Ours: the U-Net width, and the VITA family's
+    attacker ensemble (ResNet-34 + MobileNet-V3-Large, disjoint from every real protocol's
+    attackers), retrained from scratch every 10 epochs."""
+    epoch = _REAL_EPOCH
+    common = dict(batch=16, width=32, identity_steps=100 * epoch, identity_batch=16,
+                  identity_lr=1e-3, target="r3d_18", target_steps=150 * epoch, target_lr=1e-3,
+                  steps=100 * epoch, anonymizer_lr=1e-3)
+    if method in ("spact", "penalty"):
+        return common | dict(ssl_model="resnet50", ssl_hidden=2048, ssl_dim=128,
+                             ssl_steps=400 * epoch, ssl_lr=1e-3, temperature=0.1)
+    ensemble = ["resnet34", "mobilenet_v3_large"]
+    vita = common | dict(budget_models=ensemble * (2 if method == "vita-kbeam" else 1),
+                         budget_frames=4, budget_clips=1024, budget_steps=4 * epoch,
+                         budget_lr=1e-3, restart_every=10 * epoch)
+    if method == "mppar":
+        return vita | dict(restart_every=100 * epoch + 1, anonymizer_lr=1e-4, inner_lr=5e-4)
+    return vita
+
+
+def load_recipe(path: Path, method: str, real: bool = False) -> AnyRecipe:
+    """Read a recipe file for `method`: its values over the defaults of pa-synth (or with
+    `real` of real data). Any problem is one line naming the file."""
     if method not in RECIPES:
         raise unknown_name("learned baseline", method, RECIPES)
     data = read_json(path, f"recipe {path}")
     if isinstance(data, dict):
-        data = {"method": method, **data}
+        data = {"method": method, **(_real_settings(method) if real else {}), **data}
     try:
         recipe = TypeAdapter(Recipe).validate_python(data)
     except ValidationError as e:
@@ -233,69 +262,6 @@ class TrainResult:
     losses: dict[str, dict[str, float]]
     cached: bool = False
     curves: list[dict[str, float]] = field(default_factory=list)  # `Curves` rows, if measured
-
-
-# ---------------------------------------------------------------- data
-
-
-@dataclass
-class ClipPool:
-    """Rendered training clips, uint8 [N, 3, T, H, W], with their action and known-attribute
-    labels (the attributes are used by VITA only)."""
-
-    videos: torch.Tensor
-    actions: torch.Tensor  # int64 [N]
-    attributes: torch.Tensor  # float32 [N, len(KNOWN_ATTRIBUTES)]
-
-
-def render_pool(preset: str, clips: int, seed: int = 0, split: str = "train") -> ClipPool:
-    """Clips from the anonymizer's own seed namespace, known actions in turn (balanced); the
-    "val" split holds the held-out clips the curves are measured on."""
-    p = get_preset(preset)
-    videos, actions, attrs = [], [], []
-    for i in range(clips):
-        action = KNOWN_ACTIONS[i % len(KNOWN_ACTIONS)]
-        clip = render_clip(clip_rng(seed, TRAIN_DATASET, split, i), action, p.frames, p.size)
-        videos.append(torch.from_numpy(clip.video).permute(3, 0, 1, 2))
-        actions.append(KNOWN_ACTIONS.index(action))
-        attrs.append([clip.attributes[a] for a in KNOWN_ATTRIBUTES])
-    return ClipPool(torch.stack(videos), torch.tensor(actions),
-                    torch.tensor(attrs, dtype=torch.float32))
-
-
-class Batches:
-    """Random batches drawn from one seeded generator, so every rank draws the same indices
-    and frames and keeps its own slice."""
-
-    def __init__(self, pool: ClipPool, batch: int, seed: int, device: str) -> None:
-        self.pool, self.batch, self.device = pool, batch, device
-        self.rng = np.random.default_rng([seed, 17])
-        self.rank, self.world = rank_world()
-        if batch < 2 * self.world:
-            raise PabenchError(f"batch {batch} is too small for {self.world} ranks "
-                               "(each needs at least 2 clips)")
-
-    def next(self, size: int | None = None, among: np.ndarray | None = None,
-             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """This rank's share of `size` (default: the recipe's batch) random clips (of the pool,
-        or of the clip indices `among`): video in [0, 1], action index, known-attribute
-        labels."""
-        size = size or self.batch
-        if size < self.world:
-            raise PabenchError(f"batch {size} is smaller than the {self.world} ranks")
-        idx = (self.rng.integers(0, len(self.pool.videos), size) if among is None
-               else among[self.rng.integers(0, len(among), size)])[self.rank::self.world]
-        x = self.pool.videos[idx].to(self.device).float().div_(255)
-        return (x, self.pool.actions[idx].to(self.device),
-                self.pool.attributes[idx].to(self.device))
-
-    def frames(self, t: int, k: int, distinct: bool = False) -> torch.Tensor:
-        """`k` of `t` frame indices per clip of a batch: [this rank's clips, k]."""
-        if distinct:
-            picks = np.stack([self.rng.choice(t, k, replace=False) for _ in range(self.batch)])
-        else:
-            picks = self.rng.integers(0, t, (self.batch, k))
-        return torch.from_numpy(picks[self.rank::self.world]).to(self.device)
 
 
 def _take_frames(video: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
@@ -439,7 +405,7 @@ def pretrain_identity(fa: nn.Module, batches: Batches, recipe: _Recipe,
     opt = torch.optim.Adam(fa.parameters(), lr=recipe.identity_lr)
     fa.train()
     for _ in range(recipe.identity_steps):
-        x, _, _ = batches.next(recipe.identity_batch)
+        x, _ = batches.action(recipe.identity_batch)
         loss = F.l1_loss(fa(x), x)
         _update(opt, loss)
         stage.step(l1=loss)
@@ -456,7 +422,7 @@ def _pretrain_target(nets: _Nets, batches: Batches, recipe: _Recipe,
     stage = _Stage("target", recipe.target_steps, progress)
     nets.ft.train()
     for _ in range(recipe.target_steps):
-        x, y, _ = batches.next()
+        x, y = batches.action()
         with torch.no_grad():
             a = nets.fa(x)
         logits = nets.ft_ddp(a)
@@ -495,6 +461,17 @@ def _spread(t: int, k: int, n: int, device: str) -> torch.Tensor:
     """`k` evenly spaced frame indices for each of `n` clips: fixed held-out frames."""
     picks = torch.linspace(0, t - 1, k).round().long()
     return picks.expand(n, k).to(device)
+
+
+def _anonymize_both(fa: Callable[[torch.Tensor], torch.Tensor], x: torch.Tensor,
+                    xp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """f_A's output on action clips `x` and privacy clips `xp` in one forward pass (a DDP
+    module takes one per backward); once when they are the same clips."""
+    if xp is x:
+        a = fa(x)
+        return a, a
+    both = fa(torch.cat([x, xp]))
+    return both[:len(x)], both[len(x):]
 
 
 class _Privacy(ABC):
@@ -559,7 +536,7 @@ class _SSL(_Privacy):
               picks: torch.Tensor | None = None) -> torch.Tensor:
         n, t = video.shape[0], video.shape[2]
         if picks is None:
-            picks = self.batches.frames(t, 2, distinct=True)  # SPAct's random temporal sampler
+            picks = self.batches.frames_of(t, 2, distinct=True)  # SPAct's random temporal sampler
         z = model(_take_frames(video, picks)).view(n, 2, -1)
         return nt_xent(z[:, 0], z[:, 1], self.r.temperature)
 
@@ -567,7 +544,7 @@ class _SSL(_Privacy):
         stage = _Stage("privacy", self.r.ssl_steps, self.progress)
         self.fb.train()
         for _ in range(self.r.ssl_steps):
-            x, _, _ = self.batches.next()
+            x, _ = self.batches.action()
             with torch.no_grad():
                 a = self.nets.fa(x)
             loss = self._loss(self.fb_ddp, a)
@@ -580,7 +557,7 @@ class _SSL(_Privacy):
         """One f_A step on L_T - omega * L_B (+ lambda * penalty) with f_T and f_B frozen; on
         the next batch one step of each of f_T (L_T) and f_B (L_B) with f_A frozen."""
         nets, r = self.nets, self.r
-        x, y, _ = self.batches.next()
+        x, y = self.batches.action()
         extra: dict[str, torch.Tensor] = {}
         with _frozen(nets.ft, self.fb):
             a = nets.fa_ddp(x)
@@ -593,7 +570,7 @@ class _SSL(_Privacy):
                 loss = loss + r.penalty_weight * penalty
                 extra = {"fa_rms": rms.mean(), "fa_penalty": penalty}
             _update(nets.opt_a, loss)
-        x, y, _ = self.batches.next()
+        x, y = self.batches.action()
         with torch.no_grad():
             a = nets.fa(x)
         logits = nets.ft_ddp(a)
@@ -643,7 +620,7 @@ class _Vita(_Privacy):
     def _new(self, round_: int) -> None:
         """Fresh attackers for `round_`: the same weights on every rank and after a resume."""
         torch.manual_seed(self.r.seed + 1 + round_)
-        n_attr = len(KNOWN_ATTRIBUTES)
+        n_attr = self.batches.privacy_pool.attributes.shape[1]
         self.round = round_
         self.attackers = [build_model(m, n_attr, self.size).to(self.device)
                           for m in self.r.budget_models]
@@ -656,7 +633,7 @@ class _Vita(_Privacy):
         """Frame logits averaged over `budget_frames` random frames of each clip (VITA)."""
         n, t = video.shape[0], video.shape[2]
         if picks is None:
-            picks = self.batches.frames(t, self.r.budget_frames)
+            picks = self.batches.frames_of(t, self.r.budget_frames)
         return model(_take_frames(video, picks)).view(n, picks.shape[1], -1).mean(1)
 
     def _attacker_step(self, a: torch.Tensor, yb: torch.Tensor,
@@ -675,10 +652,10 @@ class _Vita(_Privacy):
         anonymized data, and no f_A forward pass is spent per step."""
         self._new(round_)
         r, batches = self.r, self.batches
-        shares = [batches.next() for _ in range(math.ceil(r.budget_clips / r.batch))]
+        shares = [batches.private() for _ in range(math.ceil(r.budget_clips / r.batch))]
         with torch.no_grad():
-            anon = torch.cat([self.nets.fa(x) for x, _, _ in shares])
-        labels = torch.cat([yb for _, _, yb in shares])
+            anon = torch.cat([self.nets.fa(x) for x, _ in shares])
+        labels = torch.cat([yb for _, yb in shares])
         n, t = anon.shape[0], anon.shape[2]
         per_rank = max(1, r.batch // batches.world)
         # a generator of this rank's own: its share may differ in size from the others'
@@ -718,10 +695,10 @@ class _Vita(_Privacy):
         r, nets = self.r, self.nets
         if it > 0 and it % r.restart_every == 0:
             self._train(it // r.restart_every, self.restart)
-        x, y, yb = self.batches.next()
+        x, y, xp, yb = self.batches.both()
         with _frozen(nets.ft, *self.attackers):
-            a = nets.fa_ddp(x)
-            term, name = self._privacy_term(a, yb)
+            a, ap = _anonymize_both(nets.fa_ddp, x, xp)
+            term, name = self._privacy_term(ap, yb)
             logged = {name: term}
             if r.method == "vita-kbeam":
                 loss = r.gamma * term
@@ -730,11 +707,11 @@ class _Vita(_Privacy):
                 loss = lt + r.gamma * term
                 logged = {"fa_utility": lt, **logged}
             _update(nets.opt_a, loss)
-        x, y, _ = self.batches.next()
+        x, y = self.batches.action()
         logits = nets.ft_ddp(nets.fa_ddp(x))
         lt_joint = F.cross_entropy(logits, y)
         _update([nets.opt_a, nets.opt_t], lt_joint)
-        x, _, yb = self.batches.next()
+        x, yb = self.batches.private()
         with torch.no_grad():
             a = nets.fa(x)
         bce = self._attacker_step(a, yb)
@@ -793,7 +770,7 @@ class _MPPAR(_Vita):
         all lie on one side go to it; the others (mixed, or with none) go 60/40 at random.
         Each side keeps only its own attributes' labels."""
         if epoch not in self._splits:
-            r, labels = self.mr, self.batches.pool.attributes.numpy() > 0
+            r, labels = self.mr, self.batches.privacy_pool.attributes > 0
             rng = np.random.default_rng([r.seed, 31, epoch])
             n_attr, n_models = labels.shape[1], len(r.budget_models)
             order = rng.permutation(n_attr)
@@ -813,14 +790,16 @@ class _MPPAR(_Vita):
         return self._splits[epoch]
 
     def _loss(self, params: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
-              yb: torch.Tensor, mask: torch.Tensor, models: list[nn.Module],
+              xp: torch.Tensor, yb: torch.Tensor, mask: torch.Tensor, models: list[nn.Module],
               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """L = L_T - gamma * BCE over the attack models `models` and the labels `mask` keeps."""
-        a = torch.func.functional_call(self.nets.fa, params, (x,))
+        """L = L_T - gamma * BCE over the attack models `models` and the labels `mask` keeps
+        (L_T on action clips `x`, the BCE on privacy clips `xp`)."""
+        a, ap = _anonymize_both(
+            lambda v: torch.func.functional_call(self.nets.fa, params, (v,)), x, xp)
         lt = F.cross_entropy(self.nets.ft(a), y)
         weight = mask.expand_as(yb)
         bce = torch.stack([F.binary_cross_entropy_with_logits(
-            self._logits(m, a), yb, weight=weight, reduction="sum") / weight.sum()
+            self._logits(m, ap), yb, weight=weight, reduction="sum") / weight.sum()
             for m in models]).mean()
         return lt - self.mr.gamma * bce, lt, bce
 
@@ -831,23 +810,23 @@ class _MPPAR(_Vita):
         attr_s, attr_q, x1, x2, m_s, m_q = self._split(it // self.epoch_len)
         full = torch.ones(len(attr_s), device=self.device)
         if it % 2 == 0:  # attribute-different sets (the supplement's odd I, counting from 1)
-            (xs, ys, ybs), (xq, yq, ybq) = b.next(among=x1), b.next(among=x2)
+            (xs, ys, xps, ybs), (xq, yq, xpq, ybq) = b.both(among=x1), b.both(among=x2)
             mask_s = torch.from_numpy(attr_s).float().to(self.device)
             mask_q = torch.from_numpy(attr_q).float().to(self.device)
             models_s = models_q = self.attackers
         else:  # model-different sets
-            (xs, ys, ybs), (xq, yq, ybq) = b.next(), b.next()
+            (xs, ys, xps, ybs), (xq, yq, xpq, ybq) = b.both(), b.both()
             mask_s = mask_q = full
             models_s = [self.attackers[i] for i in m_s]
             models_q = [self.attackers[i] for i in m_q]
         params = dict(nets.fa.named_parameters())
         with _frozen(nets.ft, *self.attackers):
-            l_tr, lt, _ = self._loss(params, xs, ys, ybs, mask_s, models_s)
+            l_tr, lt, _ = self._loss(params, xs, ys, xps, ybs, mask_s, models_s)
             grads = torch.autograd.grad(l_tr, list(params.values()), retain_graph=True,
                                         create_graph=not r.first_order)
             fast = {k: v - r.inner_lr * (g.detach() if r.first_order else g)
                     for (k, v), g in zip(params.items(), grads, strict=True)}
-            l_te, _, bce_q = self._loss(fast, xq, yq, ybq, mask_q, models_q)
+            l_te, _, bce_q = self._loss(fast, xq, yq, xpq, ybq, mask_q, models_q)
             nets.opt_a.zero_grad(set_to_none=True)
             (l_tr + l_te).backward()
             if is_distributed():  # the bare f_A, not its DDP wrapper: average by hand
@@ -856,13 +835,13 @@ class _MPPAR(_Vita):
                         dist.all_reduce(p.grad)
                         p.grad /= dist.get_world_size()
             nets.opt_a.step()
-        x, y, _ = b.next()
+        x, y = b.action()
         with torch.no_grad():
             a = nets.fa(x)
         logits = nets.ft_ddp(a)
         lt_t = F.cross_entropy(logits, y)
         _update(nets.opt_t, lt_t)
-        x, _, yb = b.next()
+        x, yb = b.private()
         with torch.no_grad():
             a = nets.fa(x)
         bce = self._attacker_step(a, yb)
@@ -878,16 +857,16 @@ class _Run:
     """One training run, in phases that a checkpoint can stop between: the identity,
     target and privacy pretraining stages, then minimax iterations."""
 
-    def __init__(self, recipe: AnyRecipe, preset: str, device: str,
+    def __init__(self, recipe: AnyRecipe, source: TrainingSource, device: str,
                  progress: Progress | None) -> None:
         _check_models("recipe", recipe)
         torch.manual_seed(recipe.seed)
-        self.recipe, self.preset, self.device, self.progress = recipe, preset, device, progress
-        self.size = get_preset(preset).size
-        self.batches = Batches(render_pool(preset, recipe.clips, recipe.seed), recipe.batch,
-                               recipe.seed, device)
+        self.recipe, self.source, self.device, self.progress = recipe, source, device, progress
+        self.size = source.size
+        self.batches = Batches(*source.pools(recipe.clips, recipe.seed), recipe.batch,
+                               recipe.seed, device, source.frames)
         fa = AnonymizerUNet(recipe.width).to(device)
-        ft = build_model(recipe.target, len(KNOWN_ACTIONS), self.size).to(device)
+        ft = build_model(recipe.target, len(source.action_classes), self.size).to(device)
         self.nets = _Nets(fa, wrap_ddp(fa, device), ft, wrap_ddp(ft, device),
                           torch.optim.Adam(fa.parameters(), lr=recipe.anonymizer_lr),
                           torch.optim.Adam(ft.parameters(), lr=recipe.target_lr))
@@ -903,7 +882,7 @@ class _Run:
     @property
     def epoch(self) -> int:
         """Minimax iterations per epoch: one pass over the training clips' worth of batches."""
-        return math.ceil(self.recipe.clips / self.recipe.batch)
+        return math.ceil(len(self.batches.action_pool) / self.recipe.batch)
 
     def pretrain(self, log: Log | None = None,
                  after: Callable[[], None] | None = None) -> None:
@@ -940,26 +919,35 @@ class _Run:
             self._finish(stage, log)
         return TrainResult(self.nets.fa.cpu().eval(), self.losses, curves=rows or [])
 
-    def measure(self, val: ClipPool, chunk: int = 16) -> dict[str, float]:
-        """Held-out utility (f_T top-1 on f_A's output, %), how far f_A moves a clip (RMS),
-        f_A's privacy term, and the method's own privacy measures."""
+    def _anonymized(self, pool: ClipPool, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A held-out pool's clips (middle frames) and f_A's output on them."""
+        parts = []
+        for i in range(0, len(pool), chunk):
+            x = as_tensor(pool, np.arange(i, min(i + chunk, len(pool))), self.source.frames,
+                          self.device)
+            parts.append((x, self.nets.fa(x)))
+        return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+    def measure(self, val: tuple[ClipPool, ClipPool | None], chunk: int = 16,
+                ) -> dict[str, float]:
+        """Held-out utility (f_T top-1 on f_A's output, %), how far f_A moves an action clip
+        (RMS), f_A's privacy term, and the method's own privacy measures (on the privacy
+        clips)."""
+        action, privacy = val
         with _evaluating(self.nets.fa, self.nets.ft, batch_stats=tuple(self.privacy.models())):
-            parts = []
-            for i in range(0, len(val.videos), chunk):
-                x = val.videos[i:i + chunk].to(self.device).float().div_(255)
-                parts.append((x, self.nets.fa(x)))
-            a = torch.cat([p[1] for p in parts])
-            x = torch.cat([p[0] for p in parts])
-            yb = val.attributes.to(self.device)
-            correct = (self.nets.ft(a).argmax(1).cpu() == val.actions).float()
+            x, a = self._anonymized(action, chunk)
+            ap = a if privacy is None else self._anonymized(privacy, chunk)[1]
+            yb = torch.from_numpy((action if privacy is None else privacy).attributes
+                                  ).to(self.device)
+            correct = (self.nets.ft(a).argmax(1).cpu().numpy() == action.actions)
             return {"val_top1": 100 * float(correct.mean()),
                     "val_rms": float((x - a).pow(2).flatten(1).mean(1).sqrt().mean()),
-                    "val_privacy_term": float(self.privacy.term(a, yb)),
-                    **self.privacy.held_out(a, yb)}
+                    "val_privacy_term": float(self.privacy.term(ap, yb)),
+                    **self.privacy.held_out(ap, yb)}
 
     def state(self) -> dict:
         state = {
-            "recipe": self.recipe.model_dump_json(), "preset": self.preset, "done": self.done,
+            "recipe": self.recipe.model_dump_json(), "data": self.source.key, "done": self.done,
             "fa": self.nets.fa.state_dict(), "ft": self.nets.ft.state_dict(),
             "opt_a": self.nets.opt_a.state_dict(), "opt_t": self.nets.opt_t.state_dict(),
             "privacy": self.privacy.state_dict(), "minimax": self.minimax.state(),
@@ -972,8 +960,9 @@ class _Run:
 
     def load(self, state: dict, source: Path) -> None:
         if state.get("recipe") != self.recipe.model_dump_json() or state.get(
-                "preset") != self.preset:
-            raise PabenchError(f"checkpoint {source}: was written for another recipe or preset")
+                "data") != self.source.key:
+            raise PabenchError(f"checkpoint {source}: was written for another recipe or "
+                               "training data")
         self.done = int(state["done"])
         self.nets.fa.load_state_dict(state["fa"])
         self.nets.ft.load_state_dict(state["ft"])
@@ -988,17 +977,19 @@ class _Run:
             torch.cuda.set_rng_state(state["cuda_rng"], self.device)
 
 
-def train_anonymizer(recipe: AnyRecipe, preset: str, *, device: str = "cpu",
+def train_anonymizer(recipe: AnyRecipe, source: TrainingSource | str, *, device: str = "cpu",
                      progress: Progress | None = None, log: Log | None = None,
                      curves: Curves | None = None, eval_every: int = 25, eval_clips: int = 64,
                      checkpoint: Path | None = None, resume: bool = False) -> TrainResult:
-    """Train f_A with `recipe` on `preset`-sized clips; deterministic for a given world size.
+    """Train f_A with `recipe` on the clips of `source` (a `TrainingSource`, or the name of a
+    pa-synth preset); deterministic for a given world size.
 
     With `curves`, rank 0 adds a row of losses and held-out measures (`eval_clips` clips of the
     namespace's "val" split) after the pretraining and every `eval_every` minimax iterations.
     With `checkpoint`, rank 0 saves the run after each pretraining stage and every epoch;
     `resume` continues from that file when it exists (every rank reads it)."""
-    run = _Run(recipe, preset, device, progress)
+    source = synth_source(source) if isinstance(source, str) else source
+    run = _Run(recipe, source, device, progress)
     if checkpoint is not None and resume and checkpoint.is_file():
         try:
             state = torch.load(checkpoint, map_location=device, weights_only=True)
@@ -1009,7 +1000,7 @@ def train_anonymizer(recipe: AnyRecipe, preset: str, *, device: str = "cpu",
         if curves is not None:
             curves.restore(state.get("rows", []))
     rank0 = is_rank0()
-    val = render_pool(preset, eval_clips, recipe.seed, split="val") if curves and rank0 else None
+    val = source.held_out(eval_clips, recipe.seed) if curves and rank0 else None
 
     def save() -> None:
         if checkpoint is not None and rank0:
