@@ -1,11 +1,21 @@
-"""Shared fixtures: offline Hub settings, the real annotation files, a tiny pa-synth build."""
+"""Shared fixtures: offline Hub settings and a stand-in for the Hub's HTTP API, the real
+annotation files, a tiny pa-synth build, FiftyOne on a database of the test session."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from urllib.parse import unquote
 
+import httpx2
 import pytest
+from huggingface_hub import constants as hf_constants
+from huggingface_hub.utils import _http as hf_http
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -13,6 +23,7 @@ os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # the stand-in Hub's one commit id
 
 
 @pytest.fixture(scope="session")
@@ -38,3 +49,128 @@ def synth_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _pabench_home(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Keep caches of the test session out of the user's home."""
     os.environ["PABENCH_HOME"] = str(tmp_path_factory.mktemp("pabench-home"))
+
+
+@pytest.fixture(scope="session")
+def fo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+    """FiftyOne on a database of the test session (set before FiftyOne reads its config),
+    never the user's. The README's test command installs the extra, so a missing FiftyOne
+    fails the tests that use it rather than skipping them."""
+    db = tmp_path_factory.mktemp("fiftyone-db")
+    before = os.environ.get("FIFTYONE_DATABASE_DIR")
+    os.environ["FIFTYONE_DATABASE_DIR"] = str(db)
+    from pabench.data.fiftyone_view import import_fiftyone
+
+    fiftyone = import_fiftyone()
+    fiftyone.config.database_dir = str(db)
+    fiftyone.config.default_dataset_dir = str(tmp_path_factory.mktemp("fiftyone-media"))
+    yield fiftyone
+    if before is None:
+        os.environ.pop("FIFTYONE_DATABASE_DIR", None)
+    else:
+        os.environ["FIFTYONE_DATABASE_DIR"] = before
+
+
+class FakeHub:
+    """The Hub's HTTP API as far as a push (create, settings, branch, tree, preupload, commit)
+    and a download (repo info, file metadata and bytes) use it, in process:
+    huggingface_hub's own HTTP code talks to it, only the network is replaced. Every file is
+    uploaded as a regular (base64) blob."""
+
+    def __init__(self) -> None:
+        self.repos: dict[str, dict] = {}  # repo id -> {"private": bool, "branches": {...}}
+        self.commits: list[dict] = []
+
+    def files(self, repo_id: str, branch: str = "main") -> dict[str, bytes]:
+        return self.repos[repo_id]["branches"][branch]
+
+    def copy(self, repo_id: str, dest: Path, branch: str = "main") -> Path:
+        """What the repo holds, as a local folder (what `snapshot_download` would give)."""
+        for rel, data in self.files(repo_id, branch).items():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dest / rel).write_bytes(data)
+        return dest
+
+    def _resolve(self, request: httpx2.Request) -> httpx2.Response:
+        """/datasets/ORG/NAME/resolve/REV/PATH: a file's bytes (GET) or metadata (HEAD)."""
+        _, org, name, _, revision, *rel = request.url.path.removeprefix("/").split("/")
+        branches = self.repos.get(f"{org}/{name}", {}).get("branches", {})
+        revision = unquote(revision)
+        files = branches.get("main" if revision == COMMIT else revision)
+        path = "/".join(rel)
+        if files is None or path not in files:
+            code = "RepoNotFound" if not branches else (
+                "RevisionNotFound" if files is None else "EntryNotFound")
+            return httpx2.Response(404, headers={"X-Error-Code": code})
+        data = files[path]
+        headers = {"X-Repo-Commit": COMMIT, "ETag": f'"{hashlib.sha256(data).hexdigest()}"',
+                   "Content-Length": str(len(data))}
+        return httpx2.Response(200, headers=headers,
+                               content=b"" if request.method == "HEAD" else data)
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        path = request.url.path
+        if path.startswith("/datasets/"):
+            return self._resolve(request)
+        if path == "/api/repos/create":
+            body = json.loads(request.content)
+            repo_id = f"{body['organization']}/{body['name']}"
+            url = f"https://huggingface.co/datasets/{repo_id}"
+            if repo_id in self.repos:
+                return httpx2.Response(409, json={"error": "You already created this repo",
+                                                  "url": url})
+            self.repos[repo_id] = {"private": body.get("visibility") == "private",
+                                   "branches": {"main": {}}}
+            return httpx2.Response(200, json={"url": url})
+        if path == "/api/validate-yaml":
+            return httpx2.Response(200, json={"errors": [], "warnings": []})
+        kind, org, name, action, *rest = path.removeprefix("/api/").split("/")
+        assert kind == "datasets", path
+        repo = self.repos[f"{org}/{name}"]
+        branch = rest[0] if rest and rest[0] != COMMIT else "main"  # one commit: main's
+        if action == "revision":  # repo info: the commit and its files
+            return httpx2.Response(200, json={
+                "id": f"{org}/{name}", "sha": COMMIT, "private": repo["private"],
+                "siblings": [{"rfilename": rel} for rel in sorted(repo["branches"][branch])]})
+        if action == "settings":
+            repo["private"] = json.loads(request.content)["visibility"] == "private"
+            return httpx2.Response(200, json={})
+        if action == "branch":
+            if branch in repo["branches"]:
+                return httpx2.Response(409, json={"error": "branch exists"})
+            repo["branches"][branch] = dict(repo["branches"]["main"])
+            return httpx2.Response(200, json={})
+        if action == "tree":
+            return httpx2.Response(200, json=[
+                {"type": "file", "path": rel, "size": len(data), "oid": "0"}
+                for rel, data in sorted(repo["branches"][branch].items())])
+        if action == "preupload":
+            files = json.loads(request.content)["files"]
+            return httpx2.Response(200, json={"files": [
+                {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                for f in files]})
+        assert action == "commit", path
+        lines = [json.loads(line) for line in request.content.splitlines()]
+        files = repo["branches"][branch]
+        for line in lines[1:]:
+            if line["key"] == "file":
+                files[line["value"]["path"]] = base64.b64decode(line["value"]["content"])
+            else:
+                assert line["key"] == "deletedFile", line
+                del files[line["value"]["path"]]
+        self.commits.append(lines[0]["value"])
+        return httpx2.Response(200, json={
+            "commitUrl": f"https://huggingface.co/datasets/{org}/{name}/commit/abc",
+            "commitOid": "abc"})
+
+
+@pytest.fixture
+def hub(monkeypatch) -> Iterator[FakeHub]:
+    fake = FakeHub()
+    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_TOKEN", "hf_test")
+    hf_http.set_client_factory(lambda: httpx2.Client(
+        transport=httpx2.MockTransport(fake),
+        event_hooks={"request": [hf_http.hf_request_event_hook]}))
+    yield fake
+    hf_http.set_client_factory(hf_http.default_client_factory)

@@ -3,23 +3,19 @@ Hub's HTTP API (only the network is replaced)."""
 
 from __future__ import annotations
 
-import base64
 import io
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import av
 import datasets
-import httpx2
 import numpy as np
 import pytest
 import yaml
+from conftest import FakeHub
 from huggingface_hub import DatasetCard, HfApi
-from huggingface_hub import constants as hf_constants
-from huggingface_hub.utils import _http as hf_http
 from PIL import Image
 from typer.testing import CliRunner
 
@@ -50,87 +46,6 @@ def built(tmp_path: Path) -> Path:
     (out / ".cache").mkdir()
     (out / ".cache" / "decoded.npy").write_bytes(b"x")
     return out
-
-
-class FakeHub:
-    """The Hub's HTTP API as far as a push uses it (create, settings, branch, tree, preupload,
-    commit), in process: huggingface_hub's own HTTP code talks to it, only the network is
-    replaced. Every file is uploaded as a regular (base64) blob."""
-
-    def __init__(self) -> None:
-        self.repos: dict[str, dict] = {}  # repo id -> {"private": bool, "branches": {...}}
-        self.commits: list[dict] = []
-
-    def files(self, repo_id: str, branch: str = "main") -> dict[str, bytes]:
-        return self.repos[repo_id]["branches"][branch]
-
-    def copy(self, repo_id: str, dest: Path, branch: str = "main") -> Path:
-        """What the repo holds, as a local folder (what `snapshot_download` would give)."""
-        for rel, data in self.files(repo_id, branch).items():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            (dest / rel).write_bytes(data)
-        return dest
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        path = request.url.path
-        if path == "/api/repos/create":
-            body = json.loads(request.content)
-            repo_id = f"{body['organization']}/{body['name']}"
-            url = f"https://huggingface.co/datasets/{repo_id}"
-            if repo_id in self.repos:
-                return httpx2.Response(409, json={"error": "You already created this repo",
-                                                  "url": url})
-            self.repos[repo_id] = {"private": body.get("visibility") == "private",
-                                   "branches": {"main": {}}}
-            return httpx2.Response(200, json={"url": url})
-        if path == "/api/validate-yaml":
-            return httpx2.Response(200, json={"errors": [], "warnings": []})
-        kind, org, name, action, *rest = path.removeprefix("/api/").split("/")
-        assert kind == "datasets", path
-        repo = self.repos[f"{org}/{name}"]
-        branch = rest[0] if rest else "main"
-        if action == "settings":
-            repo["private"] = json.loads(request.content)["visibility"] == "private"
-            return httpx2.Response(200, json={})
-        if action == "branch":
-            if branch in repo["branches"]:
-                return httpx2.Response(409, json={"error": "branch exists"})
-            repo["branches"][branch] = dict(repo["branches"]["main"])
-            return httpx2.Response(200, json={})
-        if action == "tree":
-            return httpx2.Response(200, json=[
-                {"type": "file", "path": rel, "size": len(data), "oid": "0"}
-                for rel, data in sorted(repo["branches"][branch].items())])
-        if action == "preupload":
-            files = json.loads(request.content)["files"]
-            return httpx2.Response(200, json={"files": [
-                {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
-                for f in files]})
-        assert action == "commit", path
-        lines = [json.loads(line) for line in request.content.splitlines()]
-        files = repo["branches"][branch]
-        for line in lines[1:]:
-            if line["key"] == "file":
-                files[line["value"]["path"]] = base64.b64decode(line["value"]["content"])
-            else:
-                assert line["key"] == "deletedFile", line
-                del files[line["value"]["path"]]
-        self.commits.append(lines[0]["value"])
-        return httpx2.Response(200, json={
-            "commitUrl": f"https://huggingface.co/datasets/{org}/{name}/commit/abc",
-            "commitOid": "abc"})
-
-
-@pytest.fixture
-def hub(monkeypatch) -> Iterator[FakeHub]:
-    fake = FakeHub()
-    monkeypatch.setattr(hf_constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setenv("HF_TOKEN", "hf_test")
-    hf_http.set_client_factory(lambda: httpx2.Client(
-        transport=httpx2.MockTransport(fake),
-        event_hooks={"request": [hf_http.hf_request_event_hook]}))
-    yield fake
-    hf_http.set_client_factory(hf_http.default_client_factory)
 
 
 def _push(folder: Path, *options: str):
@@ -206,23 +121,30 @@ def test_preview_features_make_attributes_yes_no() -> None:
 
 
 @pytest.mark.fiftyone
-def test_push_fiftyone_writes_what_load_from_hub_reads(built: Path, hub: FakeHub,
-                                                       tmp_path: Path) -> None:
-    pytest.importorskip("fiftyone")
-    from fiftyone.utils.data.importers import LegacyFiftyOneDatasetImporter
+def test_load_from_hub_reads_what_push_fiftyone_wrote(built: Path, hub: FakeHub, fo,
+                                                      tmp_path: Path) -> None:
+    """End to end: `datasets push --fiftyone`, then FiftyOne's own `load_from_hub` downloads
+    the repo through huggingface_hub (from the stand-in) and imports it into its database."""
+    from fiftyone.utils.huggingface import load_from_hub
 
     _push(built, "--fiftyone")
     local = hub.copy("org/vispr2", tmp_path / "repo")
     config = yaml.safe_load((local / "fiftyone.yml").read_text())
     assert config["format"] == "FiftyOneDataset" and config["name"] == "vispr2"
     assert "version" not in json.loads((local / "metadata.json").read_text())  # JSON format
-    with LegacyFiftyOneDatasetImporter(str(local)) as importer:
-        samples = {Path(s.filepath).relative_to(local).as_posix(): s for s in importer}
-    assert sorted(samples) == ["previews/test/2017_2.mp4", "previews/train/2017_0.mp4",
-                               "previews/val/2017_1.mp4"]
-    train = samples["previews/train/2017_0.mp4"]
-    assert train.tags == ["train"] and train.metadata.frame_width == 128
-    assert [c.label for c in train["privacy"].classifications] == ["a16_race"]
+    dataset = load_from_hub("org/vispr2", name="pabench-test-vispr2", overwrite=True)
+    try:
+        root = Path(fo.config.default_dataset_dir) / "huggingface" / "hub" / "org" / "vispr2"
+        samples = {Path(s.filepath).relative_to(root).as_posix(): s for s in dataset}
+        assert sorted(samples) == ["previews/test/2017_2.mp4", "previews/train/2017_0.mp4",
+                                   "previews/val/2017_1.mp4"]
+        for rel, sample in samples.items():  # the downloaded previews are the pushed bytes
+            assert Path(sample.filepath).read_bytes() == hub.files("org/vispr2")[rel]
+        train = samples["previews/train/2017_0.mp4"]
+        assert train.tags == ["train"] and train.metadata.frame_width == 128
+        assert [c.label for c in train["privacy"].classifications] == ["a16_race"]
+    finally:
+        dataset.delete()
 
 
 def test_push_refuses_unbuilt_folder_and_reports_network_errors(built: Path, tmp_path: Path,

@@ -1,8 +1,6 @@
 """`pabench datasets view`: a tiny pa-synth split as a FiftyOne dataset, and the App's lifecycle.
 
-FiftyOne runs on a database of this test module only (FIFTYONE_DATABASE_DIR in a temporary
-folder), never the user's. The README's test command installs the extra, so a missing
-FiftyOne fails these tests.
+FiftyOne runs on a database of the test session (the `fo` fixture), never the user's.
 """
 
 from __future__ import annotations
@@ -16,7 +14,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
@@ -33,24 +30,6 @@ from pabench.errors import PabenchError
 
 pytestmark = pytest.mark.fiftyone
 CLIPS = 6
-
-
-@pytest.fixture(scope="module")
-def fo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
-    """FiftyOne on a database of its own (set before FiftyOne reads its config)."""
-    db = tmp_path_factory.mktemp("fiftyone-db")
-    before = os.environ.get("FIFTYONE_DATABASE_DIR")
-    os.environ["FIFTYONE_DATABASE_DIR"] = str(db)
-    from pabench.data.fiftyone_view import import_fiftyone
-
-    # the README's test command installs the extra: a missing FiftyOne fails, never skips
-    fiftyone = import_fiftyone()
-    fiftyone.config.database_dir = str(db)
-    yield fiftyone
-    if before is None:
-        os.environ.pop("FIFTYONE_DATABASE_DIR", None)
-    else:
-        os.environ["FIFTYONE_DATABASE_DIR"] = before
 
 
 @pytest.fixture(scope="module")
