@@ -30,7 +30,7 @@ from pabench.evaluation.anonymize import anonymize, windows
 from pabench.evaluation.data import Run
 from pabench.protocols import PROTOCOLS
 from pabench.submission.baseline import from_module
-from pabench.training import _batch
+from pabench.training import _draw, _gather
 
 
 def _dataset(root: Path, n: int, still: bool = False) -> list[Path]:
@@ -155,9 +155,11 @@ def test_still_images_are_stored_once_and_read_as_frames_and_clips(tmp_path: Pat
     images = np.stack([np.asarray(Image.open(f)) for f in files])
     rng = np.random.default_rng(0)
     idx = np.array([4, 0, 5])
-    frame = _batch(clips.videos, idx, "frame", 4, rng)  # what a frame attacker trains on
+    draw = _draw(idx, clips.videos.shape, "frame", 4, (), rng)
+    frame = _gather(clips.videos, idx, draw.at, "frame", 4)  # what a frame attacker trains on
     np.testing.assert_array_equal(frame, images[idx].transpose(0, 3, 1, 2))
-    clip = _batch(clips.videos, idx, "video", 4, rng)
+    clip = _gather(clips.videos, idx, _draw(idx, clips.videos.shape, "video", 4, (), rng).at,
+                   "video", 4)
     assert clip.shape == (3, 3, 4, 16, 16) and (clip == frame[:, :, None]).all()
     module = Recorder()
     out = anonymize(_run(tmp_path, 4), from_module("recorder", module), clips)

@@ -4,14 +4,26 @@ evaluations train one model at a time."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
 from pabench.evaluation.config import EvaluationConfig, usable_cores, workers_and_threads
 from pabench.models import build_model
 from pabench.protocols import Schedule
-from pabench.training import FitSpec, _augment, _batch, fit, predict, prepare
+from pabench.training import (
+    FitSpec,
+    _augment,
+    _batches,
+    _draw,
+    _gather,
+    fit,
+    predict,
+    prepare,
+)
 
 
 def _shift_reference(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
@@ -27,13 +39,18 @@ def _shift_reference(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:
 def test_batched_shift_and_clip_gather_equal_the_per_sample_reference():
     videos = np.random.default_rng(0).integers(0, 255, (12, 6, 32, 32, 3), dtype=np.uint8)
     idx = np.array([4, 0, 11, 4, 7])
-    clips = _batch(videos, idx, "video", 4, np.random.default_rng(1))
+    draw = _draw(idx, videos.shape, "video", 4, (), np.random.default_rng(1))
+    clips = _gather(videos, idx, draw.at, "video", 4)
     starts = np.random.default_rng(1).integers(0, 3, len(idx))
     expected = np.stack([videos[i, s:s + 4] for i, s in zip(idx, starts, strict=True)])
     assert np.array_equal(clips, expected.transpose(0, 4, 1, 2, 3))
     for x in (torch.rand(5, 3, 32, 32), torch.rand(5, 3, 4, 32, 32)):
-        got = _augment(x, ("shift",), np.random.default_rng(2))
-        assert torch.equal(got, _shift_reference(x, np.random.default_rng(2)))
+        shape = (len(x), 1, 32, 32, 3)  # the videos the batch came from
+        got = _augment(x, _draw(np.arange(len(x)), shape, "frame", 1, ("shift",),
+                                np.random.default_rng(2)))
+        reference = np.random.default_rng(2)
+        reference.integers(0, 1, len(x))  # the frame choice drawn before the offsets
+        assert torch.equal(got, _shift_reference(x, reference))
         assert not torch.equal(got, x)
 
 
@@ -81,3 +98,24 @@ def test_workers_share_a_gpu_on_pa_synth_and_not_on_real_data(monkeypatch):
     monkeypatch.setattr(config, "usable_cores", usable_cores)
     cpu = EvaluationConfig("baseline:identity", workers=2)
     assert workers_and_threads(cpu) == (2, max(1, usable_cores() // 2))
+
+
+@pytest.mark.parametrize("kind", ["video", "frame"])
+def test_loader_workers_read_ahead_without_moving_a_number(kind: str):
+    """Batches gathered by two loader processes (the real-data GPU path) train the very
+    weights the in-process path trains: every random choice is drawn before the gathering."""
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, 48)
+    videos = rng.integers(0, 255, (48, 6, 16, 16, 3), dtype=np.uint8)
+    sched = Schedule(max_epochs=2, min_epochs=2, batch_size=8)
+    spec = FitSpec(model="tiny3d" if kind == "video" else "tiny2d", task="multiclass",
+                   num_outputs=3, clip_frames=4, input_size=16, schedule=sched,
+                   augment=("shift", "flip"), seed=0)
+    draws = [_draw(np.arange(8), videos.shape, kind, 4, (), rng) for _ in range(3)]
+    before = torch.get_rng_state()  # the loader draws its worker seeds from a generator of its own
+    assert len(list(_batches(replace(spec, loader_workers=2), videos, draws, kind))) == 3
+    assert torch.equal(before, torch.get_rng_state())
+    alone, _ = fit(spec, videos, labels)
+    ahead, _ = fit(replace(spec, loader_workers=2), videos, labels)
+    assert all(torch.equal(a, b) for a, b in zip(alone.state_dict().values(),
+                                                  ahead.state_dict().values(), strict=True))

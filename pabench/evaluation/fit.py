@@ -20,6 +20,7 @@ from pabench.runtime import atomic_write, digest, is_rank0, rank_world
 from pabench.training import FitSpec, Trace, fit, predict, prepare
 
 FIT_CODE_VERSION = "fit-v3"  # v3: channels_last layouts (rounding moves)
+LOADER_WORKERS = 4  # real data on a GPU: processes per rank gathering batches ahead
 """Bumped whenever training code changes results; with the protocol version in every fit key,
 no cache ever serves numbers from other code or another protocol version. The protocol id is
 left out on purpose: protocols sharing a training set and schedule share the model."""
@@ -47,7 +48,11 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     n_out = len(train.action_classes if target == "action" else train.attribute_names)
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
                    clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
-                   augment=p.augment, seed=seed, device=run.device)
+                   augment=p.augment, seed=seed, device=run.device,
+                   # gathering from a store larger than memory runs behind a GPU step; it
+                   # moves no number (tests/test_training_path.py), so it is not in the key
+                   loader_workers=LOADER_WORKERS if run.benchmark == "real"
+                   and torch.device(run.device).type == "cuda" else 0)
     # where and how it computes moves the numbers too: device type, CPU threads, DDP world
     # size, autocast dtype
     where = (torch.device(run.device).type, run.threads if run.device == "cpu" else None,

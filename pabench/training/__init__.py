@@ -43,6 +43,7 @@ class FitSpec:
     device: str = "cpu"
     eval_frames: int = 8  # frames per video an attacker averages over at test time
     frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
+    loader_workers: int = 0  # processes gathering training batches ahead (real data on GPU)
     amp: Literal["auto", "off", "bf16", "fp16"] = "auto"  # see `amp_dtype`
 
     @property
@@ -74,48 +75,96 @@ def prepare(model: nn.Module, device: str) -> nn.Module:
     return model.to(device=device, memory_format=fmt)
 
 
-def _to_float(x: np.ndarray, device: str) -> torch.Tensor:
+def _to_float(x: np.ndarray | torch.Tensor, device: str) -> torch.Tensor:
     """uint8 [B, C, (T,) H, W] from the host to `device` as float in [0, 1]: the copy moves
     bytes (4x less than floats), from pinned memory and asynchronously on a GPU."""
-    t = torch.from_numpy(np.ascontiguousarray(x))
+    t = x if isinstance(x, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(x))
     if torch.device(device).type == "cuda":
         t = t.pin_memory().to(device, non_blocking=True)
     t = t.float().div_(255)
     return t.contiguous(memory_format=memory_format(t))
 
 
-def _augment(x: torch.Tensor, ops: tuple[str, ...], rng: np.random.Generator) -> torch.Tensor:
-    """Label-preserving augmentation on [B, C, (T,) H, W]. No flip on pa-synth: left/right
-    walking are distinct actions there."""
-    if "shift" in ops:  # a random translation per sample, by index arithmetic (one gather)
+@dataclass(frozen=True)
+class _Draw:
+    """One training batch's random choices, in the order the loop has always drawn them: per
+    sample the frame (frame models) or the clip's first frame (video models), then the shift
+    offsets and flips of the augmentation."""
+
+    idx: np.ndarray
+    at: np.ndarray
+    shift: np.ndarray | None  # [2, B]: row and column offsets into the padded frame
+    flip: np.ndarray | None  # [B] bool
+
+
+def _draw(idx: np.ndarray, shape: tuple[int, ...], kind: str, frames: int,
+          ops: tuple[str, ...], rng: np.random.Generator) -> _Draw:
+    """The choices of a batch of videos `idx` from an array of `shape` [N, T, H, W, 3]."""
+    n, length = len(idx), shape[1]
+    at = rng.integers(0, length if kind == "frame" else length - frames + 1, n)
+    m = max(1, shape[3] // 16)  # the shift's margin: a sixteenth of the width
+    shift = rng.integers(0, 2 * m + 1, (2, n)) if "shift" in ops else None
+    flip = rng.random(n) < 0.5 if "flip" in ops else None
+    return _Draw(idx, at, shift, flip)
+
+
+def _gather(videos: np.ndarray, idx: np.ndarray, at: np.ndarray, kind: str,
+            frames: int) -> np.ndarray:
+    """Training view: frame `at` (frame models, [B, 3, H, W]) or the clip of `frames` frames
+    from `at` (video models, [B, 3, T, H, W]) of each video `idx`."""
+    if kind == "frame":
+        return videos[idx, at].transpose(0, 3, 1, 2)
+    clips = videos[np.asarray(idx)[:, None], at[:, None] + np.arange(frames)]
+    return clips.transpose(0, 4, 1, 2, 3)
+
+
+def _augment(x: torch.Tensor, draw: _Draw) -> torch.Tensor:
+    """Label-preserving augmentation on [B, C, (T,) H, W] with a batch's drawn offsets and
+    flips. No flip on pa-synth: left/right walking are distinct actions there."""
+    if draw.shift is not None:  # a random translation per sample, by index arithmetic
         m = max(1, x.shape[-1] // 16)
         pad = F.pad(x.flatten(0, -3)[:, None], (m, m, m, m), mode="replicate")[:, 0]
         pad = pad.view(len(x), -1, *pad.shape[-2:])  # [B, C*T, H+2m, W+2m]
-        dy, dx = (torch.from_numpy(d).to(x.device)
-                  for d in rng.integers(0, 2 * m + 1, (2, x.shape[0])))
+        dy, dx = (torch.from_numpy(d).to(x.device) for d in draw.shift)
         h, w = x.shape[-2:]
         rows = (dy[:, None] + torch.arange(h, device=x.device))[:, :, None]  # [B, h, 1]
         cols = (dx[:, None] + torch.arange(w, device=x.device))[:, None, :]  # [B, 1, w]
         b = torch.arange(len(x), device=x.device)[:, None, None]
         x = pad[b, :, rows, cols].permute(0, 3, 1, 2).reshape(x.shape)  # [B, h, w, C*T] -> x
         x = x.contiguous(memory_format=memory_format(x))
-    if "flip" in ops:
-        flip = torch.from_numpy(rng.random(x.shape[0]) < 0.5).to(x.device)
+    if draw.flip is not None:
+        flip = torch.from_numpy(draw.flip).to(x.device)
         x = torch.where(flip.view(-1, *[1] * (x.dim() - 1)), x.flip(-1), x)
     return x
 
 
-def _batch(videos: np.ndarray, idx: np.ndarray, kind: str, frames: int,
-           rng: np.random.Generator | None) -> np.ndarray:
-    """Training view: a random clip (video models) or a random frame (frame models)."""
-    length = videos.shape[1]
-    if kind == "frame":
-        t = rng.integers(0, length, len(idx)) if rng is not None else np.full(len(idx), length // 2)
-        return videos[idx, t].transpose(0, 3, 1, 2)  # [B, 3, H, W]
-    starts = (rng.integers(0, length - frames + 1, len(idx)) if rng is not None
-              else np.full(len(idx), (length - frames) // 2))
-    clips = videos[np.asarray(idx)[:, None], starts[:, None] + np.arange(frames)]
-    return clips.transpose(0, 4, 1, 2, 3)  # [B, 3, T, H, W]
+class _Gathered(torch.utils.data.Dataset):
+    """An epoch's batches, whose random choices the training process drew beforehand: a
+    loader worker only copies bytes out of the (memory-mapped) videos, so the numbers do not
+    depend on how many workers read ahead."""
+
+    def __init__(self, videos: np.ndarray, draws: list[_Draw], kind: str, frames: int) -> None:
+        self.videos, self.draws, self.kind, self.frames = videos, draws, kind, frames
+
+    def __len__(self) -> int:
+        return len(self.draws)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        d = self.draws[i]
+        return torch.from_numpy(np.ascontiguousarray(
+            _gather(self.videos, d.idx, d.at, self.kind, self.frames)))
+
+
+def _batches(spec: FitSpec, videos: np.ndarray, draws: list[_Draw], kind: str,
+             ) -> torch.utils.data.DataLoader:
+    """The epoch's uint8 batches in order; with `loader_workers`, gathered by that many
+    processes ahead of the training step, into pinned memory on a GPU."""
+    workers = spec.loader_workers
+    return torch.utils.data.DataLoader(
+        _Gathered(videos, draws, kind, spec.clip_frames), batch_size=None, num_workers=workers,
+        pin_memory=torch.device(spec.device).type == "cuda",
+        prefetch_factor=2 if workers else None,
+        generator=torch.Generator())  # its worker seeds must not draw from torch's global RNG
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
@@ -268,10 +317,12 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
         net.train()
         perm = rng.permutation(np.repeat(train, reps))
         losses = []
-        for i in range(0, len(perm) - sched.batch_size // 2, sched.batch_size):
-            idx = perm[i:i + sched.batch_size][rank::world]
-            x = _to_float(_batch(videos, idx, kind, spec.clip_frames, rng), spec.device)
-            x = _augment(x, spec.augment, rng)
+        draws = [_draw(perm[i:i + sched.batch_size][rank::world], videos.shape, kind,
+                       spec.clip_frames, spec.augment, rng)
+                 for i in range(0, len(perm) - sched.batch_size // 2, sched.batch_size)]
+        for draw, gathered in zip(draws, _batches(spec, videos, draws, kind), strict=True):
+            idx = draw.idx
+            x = _augment(_to_float(gathered, spec.device), draw)
             with torch.autocast(device_type, amp, enabled=amp is not None):
                 logits = net(x)
             loss = _loss(logits.float(), y_all[idx].to(spec.device, non_blocking=True),
