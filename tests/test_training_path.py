@@ -103,7 +103,8 @@ def test_workers_share_a_gpu_on_pa_synth_and_not_on_real_data(monkeypatch):
 @pytest.mark.parametrize("kind", ["video", "frame"])
 def test_loader_workers_read_ahead_without_moving_a_number(kind: str):
     """Batches gathered by two loader processes (the real-data GPU path) train the very
-    weights the in-process path trains: every random choice is drawn before the gathering."""
+    weights the in-process path trains, every random choice being drawn before the gathering,
+    and predictions read ahead equal those read in turn."""
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, 48)
     videos = rng.integers(0, 255, (48, 6, 16, 16, 3), dtype=np.uint8)
@@ -119,3 +120,7 @@ def test_loader_workers_read_ahead_without_moving_a_number(kind: str):
     ahead, _ = fit(replace(spec, loader_workers=2), videos, labels)
     assert all(torch.equal(a, b) for a, b in zip(alone.state_dict().values(),
                                                   ahead.state_dict().values(), strict=True))
+    rows = np.arange(47, 0, -3)  # predictions read ahead in chunks come back in order
+    assert np.array_equal(predict(alone, spec, videos, clips=2, batch_size=5, index=rows),
+                          predict(alone, replace(spec, loader_workers=2), videos, clips=2,
+                                  batch_size=5, index=rows))

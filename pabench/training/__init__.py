@@ -155,16 +155,21 @@ class _Gathered(torch.utils.data.Dataset):
             _gather(self.videos, d.idx, d.at, self.kind, self.frames)))
 
 
-def _batches(spec: FitSpec, videos: np.ndarray, draws: list[_Draw], kind: str,
-             ) -> torch.utils.data.DataLoader:
-    """The epoch's uint8 batches in order; with `loader_workers`, gathered by that many
-    processes ahead of the training step, into pinned memory on a GPU."""
+def _loader(spec: FitSpec, items: torch.utils.data.Dataset) -> torch.utils.data.DataLoader:
+    """`items` in order; with `loader_workers`, read by that many processes ahead of the
+    model, into pinned memory on a GPU."""
     workers = spec.loader_workers
     return torch.utils.data.DataLoader(
-        _Gathered(videos, draws, kind, spec.clip_frames), batch_size=None, num_workers=workers,
+        items, batch_size=None, num_workers=workers,
         pin_memory=torch.device(spec.device).type == "cuda",
         prefetch_factor=2 if workers else None,
         generator=torch.Generator())  # its worker seeds must not draw from torch's global RNG
+
+
+def _batches(spec: FitSpec, videos: np.ndarray, draws: list[_Draw], kind: str,
+             ) -> torch.utils.data.DataLoader:
+    """The epoch's uint8 training batches in order."""
+    return _loader(spec, _Gathered(videos, draws, kind, spec.clip_frames))
 
 
 def _loss(logits: torch.Tensor, y: torch.Tensor, task: Task) -> torch.Tensor:
@@ -200,25 +205,44 @@ def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10
             logits = model(x).float()
         return torch.sigmoid(logits) if spec.task == "multilabel" else torch.softmax(logits, 1)
 
-    if kind == "video":
-        starts = clip_starts(length, spec.clip_frames, clips)
-        for i in range(0, len(rows), batch_size):
-            chunk = videos[rows[i:i + batch_size]]
-            per_clip = []
-            for s in starts:
-                x = _to_float(chunk[:, s:s + spec.clip_frames].transpose(0, 4, 1, 2, 3),
-                              spec.device)
-                per_clip.append(probs(x).cpu().numpy())
+    # video models read whole videos (several clips each), frame models only those frames
+    t = (slice(None) if kind == "video" else
+         np.unique(np.linspace(0, length - 1, min(spec.eval_frames, length)).round().astype(int)))
+    for chunk in _chunks(spec, videos, rows, t, batch_size):  # [b, T or k, H, W, 3] uint8
+        if kind == "video":
+            per_clip = [probs(_to_float(chunk[:, s:s + spec.clip_frames].permute(0, 4, 1, 2, 3)
+                                        .contiguous(), spec.device)).cpu().numpy()
+                        for s in clip_starts(length, spec.clip_frames, clips)]
             out.append(np.stack(per_clip, axis=1))
-        return np.concatenate(out)
-    t = np.unique(np.linspace(0, length - 1, min(spec.eval_frames, length)).round().astype(int))
-    for i in range(0, len(rows), batch_size):
-        chunk = videos[rows[i:i + batch_size, None], t]  # [b, k, H, W, 3]: those frames only
-        b, k = chunk.shape[:2]
-        x = _to_float(chunk.reshape(b * k, *chunk.shape[2:]).transpose(0, 3, 1, 2), spec.device)
-        prob = probs(x).view(b, k, -1).mean(1)
-        out.append(prob.cpu().numpy())
+        else:
+            b, k = chunk.shape[:2]
+            x = _to_float(chunk.reshape(b * k, *chunk.shape[2:]).permute(0, 3, 1, 2)
+                          .contiguous(), spec.device)
+            out.append(probs(x).view(b, k, -1).mean(1).cpu().numpy())
     return np.concatenate(out)
+
+
+class _Chunked(torch.utils.data.Dataset):
+    """Prediction chunks: videos `rows[i * size:(i + 1) * size]`, frames `t` of each."""
+
+    def __init__(self, videos: np.ndarray, rows: np.ndarray, t: slice | np.ndarray,
+                 size: int) -> None:
+        self.videos, self.rows, self.t, self.size = videos, rows, t, size
+
+    def __len__(self) -> int:
+        return math.ceil(len(self.rows) / self.size)
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        rows = self.rows[i * self.size:(i + 1) * self.size]
+        chunk = (self.videos[rows] if isinstance(self.t, slice)
+                 else self.videos[rows[:, None], self.t])
+        return torch.from_numpy(np.ascontiguousarray(chunk))
+
+
+def _chunks(spec: FitSpec, videos: np.ndarray, rows: np.ndarray, t: slice | np.ndarray,
+            size: int) -> torch.utils.data.DataLoader:
+    """Prediction chunks in order."""
+    return _loader(spec, _Chunked(videos, rows, t, size))
 
 
 @dataclass
