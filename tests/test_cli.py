@@ -104,6 +104,10 @@ def test_progress_goes_to_stderr(capsys):
     (["datasets", "build", "synth-pq", "--preset", "tiny"], "Did you mean 'synth-pa'"),
     (["evaluate", "baseline:identity", "--protocol", "nvel"], "Did you mean 'novel'"),
     (["evaluate", "missing.pt2"], "missing.pt2: file not found"),
+    (["evaluate", "baseline:identity", "missing.pt2"], "missing.pt2: file not found"),
+    (["evaluate", "baseline:identity", "baseline:blak"], "Did you mean 'black'"),
+    (["evaluate", "baseline:identity", "baseline:black", "--meta", "x.json"],
+     "--meta names the sidecar of one submission"),
     (["baselines", "export", "identiy", "--out", "x.pt2"], "Did you mean 'identity'"),
 ])
 def test_a_bad_name_on_the_command_line_exits_2_in_one_line(args: list[str], needle: str):

@@ -13,6 +13,7 @@ from rich.text import Text
 from pabench.cli.console import cell, clean, err, out, print_json
 from pabench.cli.progress import progress_bar
 from pabench.cli.usage import checking_arguments
+from pabench.errors import PabenchError
 from pabench.protocols import PROTOCOLS
 from pabench.records import Record
 from pabench.runtime import pabench_home
@@ -73,8 +74,9 @@ def print_record(record: Record) -> None:
 
 
 def evaluate(
-    submission: str = typer.Argument(..., help="Submission file (.pt2 / TorchScript), "
-                                     "baseline:NAME, or baseline:all"),
+    submissions: list[str] = typer.Argument(..., help="Submission files (.pt2 / TorchScript), "
+                                            "baseline:NAME, baseline:a,b or baseline:all; "
+                                            "several share the data and the raw reference"),
     protocol: str = typer.Option("known", help="Protocol id, or 'all' for every protocol of "
                                  "the benchmark"),
     benchmark: str = typer.Option("pa-synth", help="pa-synth or real"),
@@ -110,11 +112,17 @@ def evaluate(
     from pabench.submission.core import fail
 
     with checking_arguments():
-        if not submission.startswith("baseline:") and not Path(submission).exists():
-            raise fail(Path(submission), "file not found")
-        configs = expand(submission, protocol, benchmark=benchmark, preset=preset,
-                         data_dir=data_dir, device=device, seed=seed, meta_path=meta,
-                         workers=workers, command=shlex.join(["pabench", *sys.argv[1:]]))
+        for submission in submissions:
+            if not submission.startswith("baseline:") and not Path(submission).exists():
+                raise fail(Path(submission), "file not found")
+        if meta is not None and len(submissions) > 1:
+            raise PabenchError("--meta names the sidecar of one submission; give each file "
+                               "its NAME.json instead")
+        configs = [c for submission in submissions
+                   for c in expand(submission, protocol, benchmark=benchmark, preset=preset,
+                                   data_dir=data_dir, device=device, seed=seed,
+                                   meta_path=meta, workers=workers,
+                                   command=shlex.join(["pabench", *sys.argv[1:]]))]
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "
                   "standard for the full-size benchmark)")
