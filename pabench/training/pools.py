@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from pabench.anonymizers.learned import TRAIN_DATASET
-from pabench.data.clipset import load_clipset
+from pabench.data.clipset import ClipSet, load_clipset
 from pabench.data.hub import META_FILE, read_meta, split_fingerprint
 from pabench.data.synth import (
     KNOWN_ACTIONS,
@@ -27,7 +27,7 @@ from pabench.data.synth import (
     render_clip,
 )
 from pabench.errors import PabenchError
-from pabench.runtime import pabench_home, rank_world
+from pabench.runtime import barrier, is_rank0, pabench_home, rank_world
 
 REAL_STORED_FRAMES = 4  # stored frames per clip frame, as the evaluation stores real videos
 HELD_OUT_SHARE = 0.1  # of each real training split, for the curves
@@ -72,6 +72,9 @@ class TrainingSource:
         of the training clips; pa-synth renders `clips`."""
         if not self.real:
             return render_pool(self.preset, clips, seed), None
+        if is_rank0():  # decode once, before the other torchrun ranks map the stores
+            self._clipsets()
+        barrier()
         return self._real_pools(seed, held_out=False)
 
     def held_out(self, clips: int, seed: int) -> tuple[ClipPool, ClipPool | None]:
@@ -81,22 +84,25 @@ class TrainingSource:
         action, privacy = self._real_pools(seed, held_out=True)
         return _first(action, clips), None if privacy is None else _first(privacy, clips)
 
-    def _real_pools(self, seed: int, held_out: bool) -> tuple[ClipPool, ClipPool | None]:
+    def _clipsets(self) -> dict[str, ClipSet]:
+        """The train splits, decoded into (or mapped from) the evaluation's store."""
         assert self.data_dir is not None
-        names = dict.fromkeys(self.datasets)
-        sets = {n: load_clipset(self.data_dir / n, "train", frames=self.frames
+        return {n: load_clipset(self.data_dir / n, "train", frames=self.frames
                                 * REAL_STORED_FRAMES, size=self.size,
                                 cache_dir=pabench_home() / "runs" / "decoded")
-                for n in names}
+                for n in self.datasets}
+
+    def _real_pools(self, seed: int, held_out: bool) -> tuple[ClipPool, ClipPool | None]:
+        sets = self._clipsets()
         action, privacy = sets[self.datasets[0]], sets[self.datasets[-1]]
 
-        def pool(clips, with_actions: bool, with_attributes: bool) -> ClipPool:
+        def pool(clips: ClipSet, with_actions: bool, with_attributes: bool) -> ClipPool:
             rows = _split_rows(len(clips), seed, clips.fingerprint, held_out)
             return ClipPool(clips.videos, rows,
                             clips.action[rows] if with_actions else None,
                             clips.attributes[rows] if with_attributes else None)
 
-        if len(names) == 1:
+        if len(sets) == 1:
             return pool(action, True, True), None
         return pool(action, True, False), pool(privacy, False, True)
 
