@@ -122,8 +122,8 @@ def one(n: int, work: Path, frames: int, size: int, fps: int) -> dict:
     from pabench.data.builders import hmdb51
     from pabench.data.clipset import load_clipset
     from pabench.evaluation.anonymize import anonymize
-    from pabench.evaluation.data import REAL_FRAMES_PER_CLIP, Run
-    from pabench.protocols import PROTOCOLS, Schedule
+    from pabench.evaluation.data import Run
+    from pabench.protocols import PROTOCOLS, REAL_FRAMES_PER_CLIP, Schedule
     from pabench.submission import from_module
     from pabench.training import FitSpec, fit, predict
 

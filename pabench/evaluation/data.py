@@ -18,10 +18,8 @@ from pabench.data.synth import (
 )
 from pabench.errors import PabenchError
 from pabench.evaluation.config import EvaluationConfig
-from pabench.protocols import DataRef, ProtocolSpec
+from pabench.protocols import REAL_FRAMES_PER_CLIP, DataRef, ProtocolSpec
 from pabench.runtime import Progress, barrier, is_rank0, pabench_home
-
-REAL_FRAMES_PER_CLIP = 4  # real videos are resampled to 4 clip lengths, then 10 clips are taken
 
 
 @dataclass

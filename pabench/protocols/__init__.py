@@ -37,6 +37,10 @@ class DataRef(_Frozen):
     def __str__(self) -> str:
         return f"{self.view}/{self.split}"
 
+# real videos are stored resampled to 4 clip lengths: evaluation takes 10 clips from them and
+# training a random window (decoded once, shared by both)
+REAL_FRAMES_PER_CLIP = 4
+
 
 class ClipSpec(_Frozen):
     """Clip shape the anonymizer sees. None = the benchmark preset's native frames/size."""

@@ -27,9 +27,9 @@ from pabench.data.synth import (
     render_clip,
 )
 from pabench.errors import PabenchError
+from pabench.protocols import REAL_FRAMES_PER_CLIP
 from pabench.runtime import barrier, is_rank0, pabench_home, rank_world
 
-REAL_STORED_FRAMES = 4  # stored frames per clip frame, as the evaluation stores real videos
 HELD_OUT_SHARE = 0.1  # of each real training split, for the curves
 
 
@@ -88,7 +88,7 @@ class TrainingSource:
         """The train splits, decoded into (or mapped from) the evaluation's store."""
         assert self.data_dir is not None
         return {n: load_clipset(self.data_dir / n, "train", frames=self.frames
-                                * REAL_STORED_FRAMES, size=self.size,
+                                * REAL_FRAMES_PER_CLIP, size=self.size,
                                 cache_dir=pabench_home() / "runs" / "decoded")
                 for n in self.datasets}
 
