@@ -43,7 +43,7 @@ class FitSpec:
     device: str = "cpu"
     eval_frames: int = 8  # frames per video an attacker averages over at test time
     frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
-    loader_workers: int = 0  # processes gathering training batches ahead (real data on GPU)
+    loader_workers: int = 0  # processes reading batches and prediction chunks ahead
     amp: Literal["auto", "off", "bf16", "fp16"] = "auto"  # see `amp_dtype`
 
     @property
