@@ -170,6 +170,16 @@ def split_fingerprint(root: Path, split: str, *, digests: DigestCache | None = N
     return h.hexdigest()
 
 
+def built_dataset(data_dir: Path, name: str) -> Path:
+    """The folder of dataset `name` in `data_dir`, or a one-line error naming the build
+    command."""
+    root = data_dir / name
+    if not (root / META_FILE).is_file():
+        raise PabenchError(f"{root}: dataset '{name}' is not built; run `pabench datasets build "
+                           f"{name} --source DIR --out {data_dir}`")
+    return root
+
+
 def find_dataset(name: str, data_dir: Path | None, preset: str,
                  progress: Progress | None = None) -> Path:
     """A dataset folder from what a user types: a folder holding a build, a pa-synth dataset

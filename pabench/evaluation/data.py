@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pabench.data.clipset import ClipSet, load_clipset
-from pabench.data.hub import META_FILE
+from pabench.data.hub import META_FILE, built_dataset
 from pabench.data.registry import BENCHMARKS
 from pabench.data.synth import (
     GENERATOR_VERSION,
@@ -16,7 +16,6 @@ from pabench.data.synth import (
     build_synth,
     get_preset,
 )
-from pabench.errors import PabenchError
 from pabench.evaluation.config import EvaluationConfig
 from pabench.protocols import REAL_FRAMES_PER_CLIP, DataRef, ProtocolSpec
 from pabench.runtime import Progress, barrier, is_rank0, pabench_home
@@ -98,12 +97,7 @@ def load(run: Run, ref: DataRef) -> ClipSet:
     views of one split share its videos and its anonymized copy."""
     dataset, key = ref.dataset, (ref.dataset, ref.split)
     if key not in run.sets:
-        root = run.data_dir / dataset
-        if not (root / META_FILE).is_file():
-            raise PabenchError(
-                f"{root}: dataset '{dataset}' is not built; run `pabench datasets build "
-                f"{dataset} --source DIR --out {run.data_dir}`"
-            )
+        root = built_dataset(run.data_dir, dataset)
         real = run.benchmark == "real"
         run.sets[key] = load_clipset(
             root, ref.split, frames=run.frames * REAL_FRAMES_PER_CLIP if real else None,

@@ -18,7 +18,7 @@ import torch
 
 from pabench.anonymizers.learned import TRAIN_DATASET
 from pabench.data.clipset import ClipSet, load_clipset
-from pabench.data.hub import META_FILE, read_meta, split_fingerprint
+from pabench.data.hub import built_dataset, read_meta, split_fingerprint
 from pabench.data.synth import (
     KNOWN_ACTIONS,
     KNOWN_ATTRIBUTES,
@@ -120,10 +120,7 @@ def real_source(data_dir: Path, action_data: str, privacy_data: str, frames: int
     data_dir = Path(data_dir)
     metas = {}
     for name, needs in ((action_data, "action_classes"), (privacy_data, "attributes")):
-        root = data_dir / name
-        if not (root / META_FILE).is_file():
-            raise PabenchError(f"{root}: dataset '{name}' is not built; run `pabench datasets "
-                               f"build {name} --source DIR --out {data_dir}`")
+        root = built_dataset(data_dir, name)
         meta = read_meta(root)
         if "train" not in meta.splits:
             raise PabenchError(f"{root}: has no train split (has: {', '.join(meta.splits)})")
