@@ -7,6 +7,10 @@ the epoch of lowest validation loss, the first epoch within 1% of the final best
 curve. Run one at a time on idle cores:
 
     python benchmarks/bench_convergence.py --epochs 40 [--models tiny2d,tiny-c3d] [--jobs 2]
+
+A model may name schedule settings to try in place of v2's: `tiny-c3d@batch_size=8,lr=0.004`
+(several models then separated by `;`). Recipes are chosen here, on held-out training clips,
+never on a test split.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import numpy as np
 
 
 def _train(args: tuple) -> dict:
-    model, target, epochs, preset, data_version, seed = args
+    model, target, epochs, preset, data_version, seed, overrides = args
     import torch
 
     torch.set_num_threads(1)
@@ -35,7 +39,7 @@ def _train(args: tuple) -> dict:
     clips = load_clipset(root / name, "train")
     y = clips.action if target == "action" else clips.attributes
     sched = SYNTH_SCHEDULE.model_copy(update={"max_epochs": epochs, "min_epochs": epochs,
-                                              "retry_lrs": ()})
+                                              "retry_lrs": (), **overrides})
     spec = FitSpec(model=model, task="multiclass" if target == "action" else "multilabel",
                    num_outputs=len(clips.action_classes) if target == "action"
                    else len(clips.attribute_names),
@@ -45,7 +49,8 @@ def _train(args: tuple) -> dict:
     _, traces = fit(spec, clips.videos, y)
     t = traces[0]
     best = max(t.val_score)
-    return {"model": model, "target": target, "seconds": time.perf_counter() - start,
+    name = model + "".join(f" {k}={v}" for k, v in overrides.items())
+    return {"model": name, "target": target, "seconds": time.perf_counter() - start,
             "best_loss_epoch": int(np.argmin(t.val_loss)) + 1,
             "score_plateau_epoch": next(i + 1 for i, v in enumerate(t.val_score)
                                         if v >= best - 1.0),
@@ -64,18 +69,22 @@ def main() -> None:
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
     tasks = []
-    for item in a.models.split(","):
-        model, _, target = item.partition(":")
-        tasks.append((model, target or "attributes", a.epochs, a.preset, a.data_version, a.seed))
+    for item in a.models.split(";" if "@" in a.models else ","):
+        head, _, extra = item.partition("@")
+        model, _, target = head.partition(":")
+        overrides = {k: float(v) if "." in v or "e" in v else int(v)
+                     for k, v in (kv.split("=") for kv in extra.split(",") if kv)}
+        tasks.append((model, target or "attributes", a.epochs, a.preset, a.data_version, a.seed,
+                      overrides))
     # build the data once before the workers read it
     from pabench.evaluation.data import ensure_data
     ensure_data("pa-synth", a.preset, None, None, data_version=a.data_version)
     with ProcessPoolExecutor(a.jobs) as pool:
         results = list(pool.map(_train, tasks))
-    print(f"{'model':20s} {'target':10s} {'s':>6s} {'best-loss ep':>12s} "
+    print(f"{'model':34s} {'target':10s} {'s':>6s} {'best-loss ep':>12s} "
           f"{'plateau ep':>10s} {'best val':>8s}")
     for r in results:
-        print(f"{r['model']:20s} {r['target']:10s} {r['seconds']:6.0f} "
+        print(f"{r['model']:34s} {r['target']:10s} {r['seconds']:6.0f} "
               f"{r['best_loss_epoch']:12d} {r['score_plateau_epoch']:10d} {r['best_score']:8.1f}")
     for r in results:
         curve = " ".join(f"{v:.0f}" for v in r["val_score"])

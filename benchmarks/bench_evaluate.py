@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-STAGES = ("validate", "anonymize", "train_side_by_side", "compute_train", "compute_predict",
-          "score", "raw_reference", "consistency")
+STAGES = ("validate", "anonymize", "train_side_by_side", "worker_start", "compute_train",
+          "compute_predict", "score", "raw_reference", "consistency")
 
 
 def cpu_seconds() -> float:
@@ -88,7 +88,8 @@ def report(name: str, rows: list[dict]) -> float:
               f"{r['top1']:6.1f} {r['cmap']:6.1f} {r['raw']:8.1f}  {per}")
     total = sum(r["wall"] for r in rows)
     sums = {s: sum(r["timings"].get(s, 0.0) for r in rows) for s in STAGES}
-    print("stage (s summed over protocols; compute_train sums the workers' CPU-side seconds):")
+    print("stage (s summed over protocols; worker_start and compute_train sum the workers' "
+          "seconds):")
     for s in STAGES:
         if sums[s]:
             print(f"  {s:22s} {sums[s]:8.1f}  {sums[s] / total:6.1%} of wall")

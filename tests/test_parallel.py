@@ -54,6 +54,15 @@ def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path
     assert set(attack["model"]) == {"tiny2d"} and set(saved["seed"]) == {0}
     assert len(attack["scores"].iloc[0]) == len(seq.metrics.attributes)
     assert np.allclose([sum(x) for x in target["scores"]], 1, atol=1e-4)  # probabilities
+    # the next evaluation of this process trains in the same workers: no imports paid again
+    from pabench.evaluation.parallel import worker_pool
+
+    pids = {w.proc.pid for w in worker_pool(2, 1).started}
+    assert len(pids) == 2 and par.timings["worker_start"] > 0
+    again = evaluate("baseline:downsample-2x", QUICK, preset="tiny", data_dir=synth_tiny,
+                     workers=2, output_dir=tmp_path / "out2")
+    assert again.timings["compute_train"] > 0 and "worker_start" not in again.timings
+    assert {w.proc.pid for w in worker_pool(2, 1).started} == pids
 
 
 def test_negative_workers_is_refused() -> None:
@@ -84,3 +93,38 @@ def test_a_worker_imports_the_parents_pabench_whatever_the_working_directory(tmp
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()).resolve() == Path(pabench.__file__).resolve()
     assert env["OMP_NUM_THREADS"] == "1"
+
+
+def test_a_failed_job_names_its_model_and_a_dead_worker_is_replaced(synth_tiny: Path,
+                                                                   tmp_path: Path) -> None:
+    """An error inside a worker comes back as one line naming the model; the worker keeps
+    serving, and one that died is replaced by the next job."""
+    import signal
+
+    from pabench.errors import PabenchError
+    from pabench.evaluation.data import Run
+    from pabench.evaluation.parallel import FitJob, WorkerPool
+
+    run = Run(protocol=QUICK, benchmark="pa-synth", preset="tiny", data_dir=synth_tiny,
+              work_dir=tmp_path / "runs", device="cpu", seeds=(0,), frames=8, size=32,
+              progress=None)
+    job = FitJob("0" * 64, "ghost", "tiny2d", "attributes", 0)  # nothing anonymized: fails
+    pool = WorkerPool(1, 1)
+    workers = pool.started
+    try:
+        for kill in (False, True):
+            with pytest.raises(PabenchError, match=r"ghost: attacker tiny2d \(seed 0\): "
+                               "training process failed: .*missing from the cache"):
+                pool.call(run, job)
+            (worker,) = pool.started[-1:]
+            assert worker.alive
+            if kill:
+                os.kill(worker.proc.pid, signal.SIGKILL)
+                worker.proc.wait()
+                with pytest.raises(PabenchError, match="missing from the cache"):
+                    pool.call(run, job)
+                assert len(pool.started) == 2 and pool.started[-1].alive
+    finally:
+        started = list(workers)
+        pool.close()
+    assert started and not any(w.alive for w in started)

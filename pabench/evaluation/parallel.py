@@ -2,24 +2,32 @@
 
 pa-synth's models are small: a second thread speeds one up by 1.1-1.7x, a second model beside
 it by 2x (benchmarks/bench_levers.py). Workers share nothing but the caches: the parent
-anonymizes every split first; each worker (`python -m pabench.evaluation.parallel`, so a user's
-script needs no `if __name__ == "__main__"` guard) reads them back, trains one model and writes
+anonymizes every split first; each worker reads them back, trains one model at a time and writes
 its weights and test predictions; `score` then finds every prediction cached. A model trains
 with the same seed and one thread either way, so its numbers match a sequential
 single-threaded run exactly.
+
+Workers are long-lived (`WorkerPool`): importing torch, torchvision and scikit-learn takes 4-9 s
+and initialising CUDA more, which a process per model paid for every one of an evaluation's
+12-24 models. A worker is `python -P -m pabench.evaluation.parallel` (so a user's script needs no
+`if __name__ == "__main__"` guard), fed our own pickles on a pipe.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import pickle
+import queue
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import torch
 
@@ -76,25 +84,135 @@ def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: 
     cost = {m: _step_seconds(run, m) for m in {job.model for job in pending}}
     pending.sort(key=lambda job: -cost[job.model])  # longest first: no worker idles at the end
     portable = replace(run, progress=None, timings={}, sets={}, anonymized={})
-    with ThreadPoolExecutor(min(workers, len(pending))) as pool:
-        futures = [pool.submit(_spawn, portable, job, threads) for job in pending]
-        for done, future in enumerate(as_completed(futures), 1):
-            for key, value in future.result().items():
-                run.timings[key] = run.timings.get(key, 0.0) + value
-            if run.progress:
-                run.progress("train models side by side", done, len(pending))
+    pool = worker_pool(workers, threads)
+    with ThreadPoolExecutor(min(workers, len(pending))) as threads_:
+        futures = [threads_.submit(pool.call, portable, job) for job in pending]
+        try:
+            for done, future in enumerate(as_completed(futures), 1):
+                for key, value in future.result().items():
+                    run.timings[key] = run.timings.get(key, 0.0) + value
+                if run.progress:
+                    run.progress("train models side by side", done, len(pending))
+        except BaseException:
+            # models already trained stay cached; the ones not started never start
+            threads_.shutdown(wait=True, cancel_futures=True)
+            raise
 
 
-def _spawn(run: Run, job: FitJob, threads: int) -> dict[str, float]:
-    """Run one job in a fresh interpreter (no inherited OpenMP pool, no re-import of the
-    caller's script); the payload is our own pickle, on a pipe."""
-    argv, env = worker_command(threads)
-    out = subprocess.run(argv, input=pickle.dumps((run, job, threads)), capture_output=True,
-                         env=env)
-    if out.returncode != 0:
-        lines = out.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"]
-        raise PabenchError(f"{job.stage}: training process failed: {printable(lines[-1], 300)}")
-    return pickle.loads(out.stdout)
+class _Worker:
+    """One worker process; its stderr goes to a file (a pipe nobody reads could fill and stall
+    it) whose tail names the cause when the process dies."""
+
+    def __init__(self, threads: int) -> None:
+        argv, env = worker_command(threads)
+        self.log = tempfile.TemporaryFile()
+        self.launched: float | None = time.perf_counter()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, env=env)
+
+    def call(self, payload: bytes, stage: str) -> dict[str, float]:
+        """Run one job; the first also waits for the worker's imports, timed as
+        `worker_start` (what a process per model paid for every model)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        start: dict[str, float] = {}
+        try:
+            if self.launched is not None:
+                _receive(self.proc.stdout)  # the worker is ready
+                start["worker_start"] = time.perf_counter() - self.launched
+                self.launched = None
+            _send(self.proc.stdin, payload)
+            reply = _receive(self.proc.stdout)
+        except (BrokenPipeError, EOFError):
+            self.proc.wait()
+            self.log.seek(0)
+            lines = self.log.read().decode(errors="replace").strip().splitlines()
+            raise PabenchError(f"{stage}: training process failed: "
+                               f"{printable((lines or ['(no output)'])[-1], 300)}") from None
+        ok, value = pickle.loads(reply)
+        if not ok:
+            raise PabenchError(f"{stage}: training process failed: {value}")
+        return {**value, **start}
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # end of input: the worker exits
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+class WorkerPool:
+    """`workers` long-lived worker processes of `threads` threads each, reused by every
+    evaluation of this process (`baseline:all`, `--protocol all`, several submissions) while
+    the settings and the environment they started with still hold."""
+
+    def __init__(self, workers: int, threads: int) -> None:
+        self.key = (workers, threads, tuple(sorted(os.environ.items())))
+        self.threads = threads
+        self.idle: queue.SimpleQueue[_Worker | None] = queue.SimpleQueue()
+        self.started: list[_Worker] = []
+        for _ in range(workers):
+            self.idle.put(None)  # started on first use
+
+    def call(self, run: Run, job: FitJob) -> dict[str, float]:
+        """Train `job` in an idle worker (at most `workers` calls at once); a dead worker is
+        replaced."""
+        worker = self.idle.get()
+        try:
+            if worker is None or not worker.alive:
+                worker = _Worker(self.threads)
+                self.started.append(worker)
+            return worker.call(pickle.dumps((run, job, self.threads)), job.stage)
+        finally:
+            self.idle.put(worker)
+
+    def close(self) -> None:
+        for worker in self.started:
+            worker.close()
+        self.started.clear()
+
+
+_POOL: WorkerPool | None = None
+
+
+def worker_pool(workers: int, threads: int) -> WorkerPool:
+    """The process's pool, restarted when the workers, threads or environment changed."""
+    global _POOL
+    key = (workers, threads, tuple(sorted(os.environ.items())))
+    if _POOL is None or _POOL.key != key:
+        close_pool()
+        _POOL = WorkerPool(workers, threads)
+    return _POOL
+
+
+@atexit.register
+def close_pool() -> None:
+    global _POOL
+    if _POOL is not None:
+        _POOL.close()
+        _POOL = None
+
+
+def _send(pipe: BinaryIO, data: bytes) -> None:
+    pipe.write(len(data).to_bytes(8, "little") + data)
+    pipe.flush()
+
+
+def _receive(pipe: BinaryIO) -> bytes:
+    head = pipe.read(8)
+    if len(head) < 8:
+        raise EOFError
+    data = pipe.read(int.from_bytes(head, "little"))
+    if len(data) < int.from_bytes(head, "little"):
+        raise EOFError
+    return data
 
 
 def worker_command(threads: int) -> tuple[list[str], dict[str, str]]:
@@ -125,8 +243,10 @@ def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
 
 def _work(run: Run, job: FitJob, threads: int) -> dict[str, float]:
     torch.set_num_threads(threads)
-    s = sides(run, _cached_only(job))
+    s = sides(run, _cached_only(job))  # reads and checks the cached splits: well under 1 s
     fit_predict(run, job.model, job.target, *job.data(s), job.seed, job.stage)
+    if torch.device(run.device).type == "cuda":
+        torch.cuda.empty_cache()  # an idle worker holds no more GPU memory than its context
     return run.timings
 
 
@@ -140,9 +260,23 @@ def _cached_only(job: FitJob) -> Submission:
     return Submission(job.name, None, job.sha256, "baseline", missing, SubmissionMeta())
 
 
+def _serve() -> None:
+    """The worker's loop: a job in, its timings (or the error) out, until the input ends. The
+    replies get a descriptor of their own; anything printed goes to stderr, never into them."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    _send(replies, b"")  # imports done: ready
+    while True:
+        try:
+            payload = _receive(sys.stdin.buffer)
+        except EOFError:
+            return
+        try:
+            reply = (True, _work(*pickle.loads(payload)))
+        except PabenchError as e:
+            reply = (False, str(e))
+        _send(replies, pickle.dumps(reply))
+
+
 if __name__ == "__main__":
-    try:
-        timings = _work(*pickle.loads(sys.stdin.buffer.read()))
-    except PabenchError as e:
-        sys.exit(f"error: {e}")
-    sys.stdout.buffer.write(pickle.dumps(timings))
+    _serve()
