@@ -34,9 +34,19 @@ STAGES = ("validate", "anonymize", "train_side_by_side", "worker_start", "comput
 
 
 def cpu_seconds() -> float:
+    """CPU seconds of this process and its children, the living ones included: the worker
+    pool outlives an evaluation, and RUSAGE_CHILDREN counts a child only once it has exited."""
     own, children = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
                                                       resource.RUSAGE_CHILDREN))
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    tick, me, live = os.sysconf("SC_CLK_TCK"), os.getpid(), 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # from field 3, the state
+        except OSError:  # exited meanwhile
+            continue
+        if int(fields[1]) == me:
+            live += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + live
 
 
 def child(args: argparse.Namespace) -> None:
