@@ -21,6 +21,7 @@ from pabench.training import (
     _draw,
     _gather,
     fit,
+    memory_format,
     predict,
     prepare,
 )
@@ -61,6 +62,15 @@ def test_models_and_batches_take_the_channels_last_layout():
     net3d = prepare(build_model("tiny3d", 3, 16), "cpu")
     conv = next(p for p in net3d.parameters() if p.dim() == 5)
     assert conv.is_contiguous(memory_format=torch.channels_last_3d)
+    # a video model with 2D layers on its frames: each layer in its own layout
+    slow = prepare(build_model("tiny-slow3d", 3, 16), "cpu")
+    dims = {p.dim() for p in slow.parameters()}
+    assert {4, 5} <= dims
+    for p in slow.parameters():
+        if p.dim() in (4, 5):
+            assert p.is_contiguous(memory_format=memory_format(p))
+    x = torch.rand(2, 3, 4, 16, 16).contiguous(memory_format=torch.channels_last_3d)
+    assert slow(x).shape == (2, 3)
 
 
 def test_bf16_autocast_trains_and_predicts_on_cpu():

@@ -139,6 +139,26 @@ class TinyResNet2D(nn.Module):
         return self.head(self.features(x))
 
 
+class TinySlow3D(nn.Module):
+    """TinyResNet2D's blocks on every frame, then a 3x3x3 block across frames: the early stages
+    of SlowFast's slow pathway have no temporal kernel either. A video attacker that sees
+    appearance at full resolution (tiny-c3d halves it first and mixes frames from the first
+    layer) and how it changes over the clip."""
+
+    def __init__(self, num_classes: int, width: int = 16) -> None:
+        super().__init__()
+        self.frames = TinyResNet2D(num_classes, width).features
+        self.temporal = _block3d(4 * width, 4 * width, (1, 1, 1))
+        self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(),
+                                  nn.Linear(4 * width, num_classes))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, t, h, w = x.shape
+        f = self.frames(x.transpose(1, 2).reshape(b * t, c, h, w))
+        f = f.view(b, t, *f.shape[1:]).transpose(1, 2)  # [B, C', T, h', w']
+        return self.head(self.temporal(f))
+
+
 class C3D(nn.Module):
     """C3D (Tran et al. 2015) with global pooling so it accepts any clip size."""
 
@@ -183,6 +203,9 @@ for _name, _kind, _desc, _build in [
     ("tiny-c3d", "video", "4-block 3D CNN, width 24, on the whole clip (pa-synth video "
      "attacker: sees appearance and how it changes across frames)",
      lambda n, s: Tiny3D(n, 24, motion_only=False)),
+    ("tiny-slow3d", "video", "tiny-resnet2d's blocks per frame, then a 3x3x3 block across "
+     "frames (a video attacker that keeps full-resolution appearance)",
+     lambda n, s: TinySlow3D(n)),
     ("tiny-r2plus1d", "video", "4 factorised (2+1)D blocks, width 24, on the whole clip "
      "(unseen pa-synth video attacker)", lambda n, s: TinyR2Plus1D(n)),
     ("tiny2d", "frame", "4-block 2D CNN, width 16 (pa-synth attacker)", lambda n, s: Tiny2D(n)),

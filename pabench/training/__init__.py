@@ -70,9 +70,12 @@ def prepare(model: nn.Module, device: str) -> nn.Module:
     timing them, since every batch of a fit has the same shape."""
     if torch.device(device).type == "cuda":
         torch.backends.cudnn.benchmark = True
-    conv3d = any(isinstance(m, nn.Conv3d) for m in model.modules())
-    fmt = torch.channels_last_3d if conv3d else torch.channels_last
-    return model.to(device=device, memory_format=fmt)
+    model.to(device=device)
+    for m in model.modules():  # per layer: a video model may run 2D layers on its frames
+        if isinstance(m, nn.Conv2d | nn.Conv3d):
+            m.to(memory_format=torch.channels_last if isinstance(m, nn.Conv2d)
+                 else torch.channels_last_3d)
+    return model
 
 
 def _to_float(x: np.ndarray | torch.Tensor, device: str) -> torch.Tensor:
