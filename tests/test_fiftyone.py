@@ -146,10 +146,16 @@ def test_app_serves_and_ctrl_c_leaves_no_process(fo: ModuleType, split: Path) ->
 
     port = _free_port()
     start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "pabench.cli", "datasets", "view", str(split), "--port",
-         str(port), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**os.environ, "OMP_NUM_THREADS": "1"})
+    # a shell starts background jobs with SIGINT ignored, and the command would inherit that
+    # from a test run started that way; a terminal's Ctrl-C finds it at its default
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pabench.cli", "datasets", "view", str(split), "--port",
+             str(port), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    finally:
+        signal.signal(signal.SIGINT, previous)
     try:
         selector = selectors.DefaultSelector()
         selector.register(proc.stdout, selectors.EVENT_READ)

@@ -7,9 +7,10 @@ its weights and test predictions; `score` then finds every prediction cached. A 
 with the same seed and one thread either way, so its numbers match a sequential
 single-threaded run exactly.
 
-Workers are long-lived (`WorkerPool`): importing torch, torchvision and scikit-learn takes 4-9 s
-and initialising CUDA more, which a process per model paid for every one of an evaluation's
-12-24 models. A worker is `python -P -m pabench.evaluation.parallel` (so a user's script needs no
+Workers are long-lived (`WorkerPool`): starting one (importing torch, torchvision and
+scikit-learn) takes 5-11 s on 2 CPU cores and initialising CUDA more, which a process per model
+paid for every one of an evaluation's 12-24 models (benchmarks/README.md). A worker is
+`python -P -m pabench.evaluation.parallel` (so a user's script needs no
 `if __name__ == "__main__"` guard), fed our own pickles on a pipe.
 """
 
@@ -23,6 +24,7 @@ import queue
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
@@ -85,16 +87,31 @@ def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: 
     pending.sort(key=lambda job: -cost[job.model])  # longest first: no worker idles at the end
     portable = replace(run, progress=None, timings={}, sets={}, anonymized={})
     pool = worker_pool(workers, threads)
+    stop = threading.Event()  # after a failure no job starts, not even one already dequeued
+
+    def call(job: FitJob) -> dict[str, float]:
+        if stop.is_set():
+            return {}
+        try:
+            return pool.call(portable, job)
+        except BaseException:
+            stop.set()
+            raise
+
     with ThreadPoolExecutor(min(workers, len(pending))) as threads_:
-        futures = [threads_.submit(pool.call, portable, job) for job in pending]
+        futures = [threads_.submit(call, job) for job in pending]
         try:
             for done, future in enumerate(as_completed(futures), 1):
                 for key, value in future.result().items():
                     run.timings[key] = run.timings.get(key, 0.0) + value
                 if run.progress:
                     run.progress("train models side by side", done, len(pending))
-        except BaseException:
-            # models already trained stay cached; the ones not started never start
+        except BaseException as e:
+            # models already trained stay cached; after an error the running ones finish (and
+            # are cached too), after Ctrl-C they are stopped
+            stop.set()
+            if isinstance(e, KeyboardInterrupt):
+                pool.kill()
             threads_.shutdown(wait=True, cancel_futures=True)
             raise
 
@@ -177,6 +194,11 @@ class WorkerPool:
         for worker in self.started:
             worker.close()
         self.started.clear()
+
+    def kill(self) -> None:
+        """Stop every worker now (their jobs fail); the next job starts a new one."""
+        for worker in self.started:
+            worker.proc.kill()
 
 
 _POOL: WorkerPool | None = None
