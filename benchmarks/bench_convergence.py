@@ -72,8 +72,7 @@ def main() -> None:
     for item in a.models.split(";" if "@" in a.models else ","):
         head, _, extra = item.partition("@")
         model, _, target = head.partition(":")
-        overrides = {k: float(v) if "." in v or "e" in v else int(v)
-                     for k, v in (kv.split("=") for kv in extra.split(",") if kv)}
+        overrides = {k: json.loads(v) for k, v in (kv.split("=") for kv in extra.split(",") if kv)}
         tasks.append((model, target or "attributes", a.epochs, a.preset, a.data_version, a.seed,
                       overrides))
     # build the data once before the workers read it

@@ -171,7 +171,7 @@ class WorkerPool:
     the settings and the environment they started with still hold."""
 
     def __init__(self, workers: int, threads: int) -> None:
-        self.key = (workers, threads, tuple(sorted(os.environ.items())))
+        self.key = _pool_key(workers, threads)
         self.threads = threads
         self.idle: queue.SimpleQueue[_Worker | None] = queue.SimpleQueue()
         self.started: list[_Worker] = []
@@ -204,11 +204,15 @@ class WorkerPool:
 _POOL: WorkerPool | None = None
 
 
+def _pool_key(workers: int, threads: int) -> tuple:
+    """What a pool's workers were started with: a change of any of it needs new workers."""
+    return workers, threads, tuple(sorted(os.environ.items()))
+
+
 def worker_pool(workers: int, threads: int) -> WorkerPool:
     """The process's pool, restarted when the workers, threads or environment changed."""
     global _POOL
-    key = (workers, threads, tuple(sorted(os.environ.items())))
-    if _POOL is None or _POOL.key != key:
+    if _POOL is None or _POOL.key != _pool_key(workers, threads):
         close_pool()
         _POOL = WorkerPool(workers, threads)
     return _POOL
