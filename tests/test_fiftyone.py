@@ -32,15 +32,18 @@ pytestmark = pytest.mark.fiftyone
 CLIPS = 6
 
 
-@pytest.fixture(scope="module")
-def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _synth_pa(out: Path) -> Path:
     """synth-pa at the tiny preset's clip shape, cut to a few test clips."""
-    out = tmp_path_factory.mktemp("synth-view")
     tiny = synth.PRESETS["tiny"]
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(synth.PRESETS, "tiny", replace(tiny, counts={"synth-pa": {"test": CLIPS}}))
         synth.build_synth(out, preset="tiny", names=("synth-pa",), workers=1)
     return out / "synth-pa"
+
+
+@pytest.fixture(scope="module")
+def split(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _synth_pa(tmp_path_factory.mktemp("synth-view"))
 
 
 def _view(*args: str) -> dict:
@@ -230,3 +233,46 @@ def test_view_shows_a_records_predictions(fo: ModuleType, split: Path, tmp_path:
     result = CliRunner().invoke(app, ["datasets", "view", str(split), "--predictions", str(path),
                                       "--no-app"])
     assert result.exit_code == 1 and "not a parquet predictions file" in str(result.exception)
+
+
+def test_pushed_fiftyone_files_carry_masks_and_a_repush_encodes_nothing(
+        fo: ModuleType, hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`datasets push --fiftyone` gives FiftyOne's `load_from_hub` the person/face masks on
+    every frame, and pushing the same build again reuses every cached preview."""
+    from fiftyone.utils.huggingface import load_from_hub
+
+    from pabench.data import push
+
+    folder = _synth_pa(tmp_path / "data")
+
+    def push_cli(*options: str) -> None:
+        result = CliRunner().invoke(app, ["datasets", "push", "synth-pa", "--repo-id",
+                                          "org/synth-pa", "--data-dir", str(folder.parent),
+                                          "--fiftyone", *options])
+        assert result.exit_code == 0, result.output
+
+    push_cli()
+    first = hub.files("org/synth-pa")
+
+    def encode_again(*args: object) -> None:
+        raise AssertionError("a re-push encoded a preview again")
+
+    monkeypatch.setattr(push, "encode_preview", encode_again)
+    push_cli("--private")
+    again = hub.files("org/synth-pa")
+    previews = [rel for rel in first if rel.startswith("previews/") and rel.endswith(".mp4")]
+    assert len(previews) == CLIPS and all(again[rel] == first[rel] for rel in previews)
+
+    table = pd.read_parquet(folder / "data" / "test.parquet").set_index("video_id")
+    dataset = load_from_hub("org/synth-pa", name="pabench-test-synth-pa", overwrite=True)
+    try:
+        assert len(dataset) == CLIPS
+        for sample in dataset:
+            path = folder / table.loc[sample["video_id"], "masks"]
+            person, face = synth.decode_masks(path.read_bytes(), 8, str(path))
+            expected = np.where(face == 1, 2, person)
+            assert len(sample.frames) == 8 and expected.any()
+            for i, frame in sample.frames.items():
+                assert np.array_equal(frame["masks"].mask, expected[i - 1])
+    finally:
+        dataset.delete()

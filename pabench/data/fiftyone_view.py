@@ -49,6 +49,7 @@ INSTALL_HINT = 'pip install -e ".[fiftyone]"'
 VIEW_VERSION = 1  # bump when the layout below changes: it keys the dataset names
 MASK_TARGETS = {1: "person", 2: "face"}
 PREVIEW_MIN_SIDE = 128  # tiny clips are upscaled (nearest) so yuv420p keeps their colours
+PREVIEW_OPTIONS = (("crf", "12"), ("preset", "veryfast"))  # libx264's, for every preview
 ANONYMIZER_BATCH = 32  # windows per anonymizer call
 
 
@@ -264,23 +265,20 @@ def _add_samples(fo: ModuleType, dataset, root: Path, meta: DatasetMeta, media: 
             path = media_member(root, split, row["video"], "video")
             source = row["video_bytes"] if "video_bytes" in row else path
             video = decode_video(source, path)
-            masks = None
-            if row.get("masks"):
-                from pabench.data.synth import decode_masks
-
-                mask_path = media_member(root, split, row["masks"], "masks")
-                masks = decode_masks(mask_path.read_bytes(), len(video), str(mask_path))
-            labels = sample_labels(meta, row, len(video), masks)
+            labels = sample_labels(meta, row, len(video), row_masks(root, split, row, len(video)))
             stem = media / split / Path(str(row["video"])).stem
-            raw = fiftyone_sample(fo, video, stem.with_suffix(".raw.mp4"), meta.fps, split, labels)
+            raw_path = stem.with_suffix(".raw.mp4")
+            encode_preview(video, meta.fps, raw_path)
+            raw = fiftyone_sample(fo, video, raw_path, meta.fps, split, labels)
             if sub is None:
                 batch.append(raw)
             else:
                 group = fo.Group()
                 raw["group"] = group.element("raw")
                 anonymized = _anonymize(sub, video, window, str(path))
-                anon = fiftyone_sample(fo, anonymized, stem.with_suffix(".anonymized.mp4"),
-                                       meta.fps, split, labels)
+                anon_path = stem.with_suffix(".anonymized.mp4")
+                encode_preview(anonymized, meta.fps, anon_path)
+                anon = fiftyone_sample(fo, anonymized, anon_path, meta.fps, split, labels)
                 anon["group"] = group.element("anonymized")
                 batch += [raw, anon]
             done += 1
@@ -288,6 +286,18 @@ def _add_samples(fo: ModuleType, dataset, root: Path, meta: DatasetMeta, media: 
                 progress("fiftyone", done, total)
         dataset.add_samples(batch, progress=False)
     return done * (2 if sub else 1)
+
+
+def row_masks(root: Path, split: str, row: dict,
+              length: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The person and face masks a pa-synth build stores beside a clip (None where the dataset
+    has none)."""
+    if not row.get("masks"):
+        return None
+    from pabench.data.synth import decode_masks
+
+    path = media_member(root, split, row["masks"], "masks")
+    return decode_masks(path.read_bytes(), length, str(path))
 
 
 def sample_labels(meta: DatasetMeta, row: dict, length: int,
@@ -333,8 +343,9 @@ def _classes(fo: ModuleType, value: str | list[str]):
 
 def fiftyone_sample(fo: ModuleType, video: np.ndarray, path: Path, fps: float, split: str,
             labels: dict):
-    """One FiftyOne video sample: the preview file, its metadata and every label."""
-    shape = encode_preview(video, fps, path)
+    """One FiftyOne video sample of `video`, whose preview `encode_preview` wrote to `path`:
+    its metadata and every label."""
+    shape = preview_shape(video.shape)
     sample = fo.Sample(filepath=str(path), tags=[split], metadata=fo.VideoMetadata(
         size_bytes=path.stat().st_size, mime_type="video/mp4", frame_width=shape[1],
         frame_height=shape[0], frame_rate=fps, total_frame_count=len(video),
@@ -356,20 +367,31 @@ def encode_preview(video: np.ndarray, fps: float, path: Path) -> tuple[int, int]
     """Write `video` (uint8 [T, H, W, 3]) as H.264 yuv420p mp4 that the App and browsers play
     (pabench's lossless RGB masters do not); small clips are upscaled by a whole factor so
     chroma subsampling keeps their colours. Returns the preview's (height, width)."""
-    scale = max(1, -(-PREVIEW_MIN_SIDE // min(video.shape[1:3])))
+    h, w = preview_shape(video.shape)
+    scale = _preview_scale(video.shape)
     if scale > 1:
         video = video.repeat(scale, axis=1).repeat(scale, axis=2)
-    h, w = video.shape[1] // 2 * 2, video.shape[2] // 2 * 2  # yuv420p needs even sides
     path.parent.mkdir(parents=True, exist_ok=True)
     with av.open(str(path), "w", format="mp4", options={"movflags": "+faststart"}) as container:
         stream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
         stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
-        stream.options = {"crf": "12", "preset": "veryfast"}
+        stream.options = dict(PREVIEW_OPTIONS)
         for frame in video[:, :h, :w]:
             container.mux(stream.encode(av.VideoFrame.from_ndarray(
                 np.ascontiguousarray(frame), format="rgb24")))
         container.mux(stream.encode())
     return h, w
+
+
+def _preview_scale(shape: tuple[int, ...]) -> int:
+    return max(1, -(-PREVIEW_MIN_SIDE // min(shape[1:3])))
+
+
+def preview_shape(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(height, width) of the preview of a video of `shape` [T, H, W, 3]: upscaled, then cut
+    to even sides (yuv420p needs them)."""
+    scale = _preview_scale(shape)
+    return shape[1] * scale // 2 * 2, shape[2] * scale // 2 * 2
 
 
 def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np.ndarray:

@@ -3,12 +3,13 @@
 The repository holds what pabench's loader reads (`pabench.json`, the parquet splits and the
 lossless media they list) and, made at push time so that builds and their fingerprints stay
 as they are, what a browser, the Hub's viewer and `load_dataset` play: an H.264 yuv420p
-preview of every clip under `previews/<split>/`, beside a `metadata.parquet` (VideoFolder
-layout: the `video` column is a `datasets.Video`, yes/no privacy attributes are
-`ClassLabel(["no", "yes"])`), and a dataset card (huggingface_hub's `DatasetCard`) whose
-config is those previews. `fiftyone=True` adds
-the files `fiftyone.utils.huggingface.load_from_hub` reads: `fiftyone.yml` and a FiftyOne
-dataset (`metadata.json`, `samples.json`, `frames/`) over the same previews.
+preview of every clip under `previews/<split>/` (encoded once per clip and encoder, kept under
+$PABENCH_HOME/cache/previews), beside a `metadata.parquet` (VideoFolder layout: the `video`
+column is a `datasets.Video`, yes/no privacy attributes are `ClassLabel(["no", "yes"])`), and a
+dataset card (huggingface_hub's `DatasetCard`) whose config is those previews. `fiftyone=True`
+adds the files `fiftyone.utils.huggingface.load_from_hub` reads: `fiftyone.yml` and a FiftyOne
+dataset (`metadata.json`, `samples.json`, `frames/` with per-frame labels and pa-synth's
+person/face masks) over the same previews.
 
 The push is one commit with `upload_folder` semantics: files of the repository (or branch) that
 this push does not write are deleted, and `private=True` makes an existing repository private.
@@ -20,11 +21,14 @@ huggingface_hub's usual sources (HF_TOKEN, `hf auth login`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 from pathlib import Path
 
+import av
 import datasets
+import numpy as np
 import pyarrow.parquet as pq
 import yaml
 from huggingface_hub import (
@@ -38,15 +42,18 @@ from huggingface_hub.errors import HFValidationError, HTTPError  # HTTPError: tr
 from huggingface_hub.utils import validate_repo_id
 
 from pabench.data.fiftyone_view import (
+    PREVIEW_MIN_SIDE,
+    PREVIEW_OPTIONS,
     encode_preview,
     fiftyone_sample,
     import_fiftyone,
     media_member,
+    row_masks,
     sample_labels,
 )
 from pabench.data.hub import META_FILE, DatasetMeta, decode_video, read_meta, split_fingerprint
 from pabench.errors import PabenchError
-from pabench.runtime import Progress
+from pabench.runtime import Progress, atomic_write, pabench_home
 
 PREVIEWS = "previews"
 YES_NO = datasets.ClassLabel(names=["no", "yes"])
@@ -109,15 +116,33 @@ def size_category(n: int) -> str:
     return next((label for bound, label in _SIZES if n < bound), "n>10M")
 
 
+def cached_preview(video: np.ndarray, fps: float, cache: Path | None = None) -> Path:
+    """The H.264 preview of `video` at `fps`, encoded once: keyed by the pixels, the frame rate
+    and the encoder (PyAV, its FFmpeg libraries and the preview settings), so a re-push (a new
+    card, `--private`, another branch or repository) encodes nothing again, and an upgraded
+    encoder never serves an old file."""
+    if cache is None:
+        cache = pabench_home() / "cache" / "previews"
+    key = hashlib.sha256(repr((video.shape, fps, PREVIEW_MIN_SIDE, PREVIEW_OPTIONS, av.__version__,
+                               sorted(av.library_versions.items()))).encode())
+    key.update(np.ascontiguousarray(video).data)
+    path = cache / key.hexdigest()[:2] / f"{key.hexdigest()}.mp4"
+    if not path.is_file():
+        atomic_write(path, lambda tmp: encode_preview(video, fps, tmp))
+    return path
+
+
 def stage_hub_files(folder: Path, stage: Path, *, fiftyone: bool = False,
-                    progress: Progress | None = None) -> list[str]:
-    """Write the previews, their metadata, the card (and with `fiftyone` FiftyOne's files)
-    into `stage`; returns their repo paths, sorted. Every clip is decoded from its master."""
+                    progress: Progress | None = None) -> dict[str, Path]:
+    """Write the previews' metadata, the card (and with `fiftyone` FiftyOne's files) into
+    `stage`; returns every file the Hub gets beside the build, repo path -> file (previews
+    come from `cached_preview`). Every clip is decoded from its master."""
     folder, stage = Path(folder), Path(stage)
     meta = read_meta(folder)
     root = folder.resolve()
     fo = import_fiftyone() if fiftyone else None
     samples: list[dict] = []
+    previews: dict[str, Path] = {}
     total, done = sum(meta.splits.values()), 0
     split_features: dict[str, datasets.Features] = {}
     for split in meta.splits:
@@ -133,13 +158,13 @@ def stage_hub_files(folder: Path, stage: Path, *, fiftyone: bool = False,
                                    f"name {name!r} (masters differing only in their suffix)")
             seen.add(name)
             video = decode_video(row.get("video_bytes") or path, path)
-            target = stage / PREVIEWS / split / name
-            if fo is None:
-                encode_preview(video, meta.fps, target)
-            else:
-                sample = fiftyone_sample(fo, video, target, meta.fps, split,
-                                 sample_labels(meta, row, len(video), None))
-                samples.append(_sample_json(sample, stage, f"{PREVIEWS}/{split}/{name}"))
+            rel = f"{PREVIEWS}/{split}/{name}"
+            previews[rel] = cached_preview(video, meta.fps)
+            if fo is not None:
+                labels = sample_labels(meta, row, len(video),
+                                       row_masks(root, split, row, len(video)))
+                sample = fiftyone_sample(fo, video, previews[rel], meta.fps, split, labels)
+                samples.append(_sample_json(sample, stage, rel))
             rows.append({"file_name": name, **{k: row[k] for k in split_features[split]}})
             done += 1
             if progress:
@@ -150,13 +175,15 @@ def stage_hub_files(folder: Path, stage: Path, *, fiftyone: bool = False,
                                       **split_features[split]})
         columns = {k: [r[k] for r in rows] for k in metadata}
         table = datasets.Dataset.from_dict(columns, features=metadata).data.table
+        (stage / PREVIEWS / split).mkdir(parents=True, exist_ok=True)
         pq.write_table(table, stage / PREVIEWS / split / "metadata.parquet")
     playable = [s for s, n in meta.splits.items() if n]
     card = hub_card(folder, meta, split_features[next(iter(meta.splits))], playable)
     card.save(str(stage / "README.md"))
     if fo is not None:
         _write_fiftyone(stage, meta, card, samples)
-    return sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+    staged = {p.relative_to(stage).as_posix(): p for p in stage.rglob("*") if p.is_file()}
+    return dict(sorted({**staged, **previews}.items()))
 
 
 def _sample_json(sample, stage: Path, filepath: str) -> dict:
@@ -223,9 +250,7 @@ def push_dataset(folder: Path, repo_id: str, *, private: bool = False,
     files = {rel: folder / rel for rel in files_to_push(folder) if rel != "README.md"}
     name = read_meta(folder).name
     with tempfile.TemporaryDirectory(prefix="pabench-push-") as tmp:
-        files |= {rel: Path(tmp) / rel
-                  for rel in stage_hub_files(folder, Path(tmp), fiftyone=fiftyone,
-                                             progress=progress)}
+        files |= stage_hub_files(folder, Path(tmp), fiftyone=fiftyone, progress=progress)
         return _commit(repo_id, files, private=private, revision=revision,
                        message=f"pabench: upload {name} ({len(files)} files)"), len(files)
 
