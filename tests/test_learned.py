@@ -302,7 +302,7 @@ def test_torchrun_two_ranks_train_identical_anonymizers(tmp_path):
     pairs = [str(a) for m in EXPORTED for a in (m, _micro(tmp_path, m))]
     out = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         f"--log-dir={logs}", "--redirects=3", str(worker), str(tmp_path), *pairs],
+         f"--log-dir={logs}", "--redirects=3", str(worker), str(tmp_path), "tiny", *pairs],
         capture_output=True, text=True, timeout=300,
     )
     # torchrun's own traceback hides the cause; each rank's stderr holds it
