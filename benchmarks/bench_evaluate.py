@@ -11,14 +11,17 @@ evaluation runs in a fresh interpreter with that tree first on `PYTHONPATH` and 
 PABENCH_HOME (no cached fits or anonymized sets; pa-synth prebuilt there, not counted). The bench
 prints, per protocol, wall seconds, CPU seconds per wall second (the child and its workers),
 anonymizer calls per clip, the scores and the raw reference's per-attacker cMAP (so speed and
-attacker strength are compared in the same run on the same machine), and the stage table from
-the record's timings. The wall time includes the raw (identity) reference, which later
+attacker strength are compared in the same run on the same machine), the stage table from
+the record's timings, and the training FLOPs the fits performed, as achieved FLOP/s against
+this machine's peak measured at the start of the run (`bench_levers.peak_gflops`: a GEMM and a
+3x3 convolution on every core). The wall time includes the raw (identity) reference, which later
 evaluations reuse from the cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -49,6 +52,67 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + live
 
 
+def _sample_flops(arch: str, outputs: int, frames: int, size: int) -> tuple[float, float]:
+    """FLOPs of one sample through `arch`: forward + backward (a training step's share, the
+    optimizer's elementwise work left out) and forward alone (validation), counted by
+    FlopCounterMode on a batch of 32."""
+    import torch
+    import torch.nn.functional as F
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pabench.models import MODELS, build_model
+
+    torch.manual_seed(0)
+    model = build_model(arch, outputs, size)
+    video = MODELS.get(arch).kind == "video"
+    x = torch.rand(32, 3, frames, size, size) if video else torch.rand(32, 3, size, size)
+    with FlopCounterMode(display=False) as forward:
+        with torch.no_grad():
+            model(x)
+    with FlopCounterMode(display=False) as both:
+        F.binary_cross_entropy_with_logits(model(x), torch.zeros(32, outputs)).backward()
+    return both.get_total_flops() / 32, forward.get_total_flops() / 32
+
+
+def training_flops(rec: dict, preset: str) -> float:
+    """FLOPs the record's target and attacker fits performed: every attempt (LR retries
+    included) of every seed, for the epochs its curve ran, on the sizes `fit` uses (the
+    schedule's `val_fraction` held out; frame models draw `frames_per_epoch` frames per video
+    and validate on `eval_frames`). A raw-reference fit identical to the submission's (the same
+    curves: one cached fit, as for the identity) counts once."""
+    from pabench.data.synth import get_preset
+    from pabench.models import MODELS
+    from pabench.protocols import get_protocol
+    from pabench.training import FitSpec
+
+    p = get_protocol(f"{rec['protocol']['id']}@{rec['protocol']['version']}")
+    clip = get_preset(preset)
+    frames, size = p.clip.frames or clip.frames, p.clip.size or clip.size
+    sched, defaults = p.schedule, {f.name: f.default for f in dataclasses.fields(FitSpec)}
+    reps, eval_frames = defaults["frames_per_epoch"], defaults["eval_frames"]
+    fits = {}
+    sides = [(rec["metrics"], rec["attackers"]), (rec["raw"] or {}, rec["raw_attackers"] or [])]
+    for metrics, attackers in sides:
+        models = [(p.target, p.action_train, metrics.get("target_curves") or [])]
+        models += [(a["arch"], p.privacy_train, a["curves"]) for a in attackers]
+        for arch, ref, curves in models:
+            for curve in curves:
+                fits[(arch, ref.dataset, json.dumps(curve, sort_keys=True))] = curve["epochs"]
+    total, cost = 0.0, {}
+    for (arch, dataset, _), epochs in fits.items():
+        kind = MODELS.get(arch).kind
+        n = clip.counts[dataset]["train"]
+        n_val = max(1, round(n * sched.val_fraction))
+        drawn = (n - n_val) * (reps if kind == "frame" else 1)
+        train = len(range(0, drawn - sched.batch_size // 2, sched.batch_size)) * sched.batch_size
+        val = n_val * (eval_frames if kind == "frame" else 1)
+        if arch not in cost:
+            cost[arch] = _sample_flops(arch, 8, frames, size)
+        step, forward = cost[arch]
+        total += epochs * (train * step + val * forward)
+    return total
+
+
 def child(args: argparse.Namespace) -> None:
     """One engine, one workers setting: evaluate every protocol, print one JSON row each."""
     from pabench.evaluation import evaluate
@@ -62,13 +126,15 @@ def child(args: argparse.Namespace) -> None:
                        workers=args.workers[0])
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         raw = rec.raw.privacy_cmap if rec.raw else float("nan")
+        flops = training_flops(rec.model_dump(mode="json"), args.preset)
         print(json.dumps({
             "protocol": pid, "wall": wall, "cpu_per_wall": cpu / wall,
             "calls": rec.timings.get("anonymizer_calls", 0)
             / max(rec.timings.get("anonymized_clips", 1), 1),
             "top1": rec.metrics.action, "cmap": rec.metrics.privacy_cmap, "raw": raw,
             "raw_attackers": {a.arch: a.cmap for a in rec.raw_attackers or []},
-            "hardware": rec.hardware, "timings": rec.timings}), flush=True)
+            "hardware": rec.hardware, "timings": rec.timings, "train_flops": flops}),
+              flush=True)
 
 
 def run(args: argparse.Namespace, code: Path, workers: int, data: Path) -> list[dict]:
@@ -86,7 +152,7 @@ def run(args: argparse.Namespace, code: Path, workers: int, data: Path) -> list[
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
-def report(name: str, rows: list[dict]) -> float:
+def report(name: str, rows: list[dict], peak: dict[str, float]) -> float:
     hw = rows[0]["hardware"]
     print(f"\n{name} ({hw.get('workers', '1')} at once, {hw['threads']} thread(s) each, "
           f"{hw.get('gpu', hw['device'])})")
@@ -104,6 +170,12 @@ def report(name: str, rows: list[dict]) -> float:
         if sums[s]:
             print(f"  {s:22s} {sums[s]:8.1f}  {sums[s] / total:6.1%} of wall")
     print(f"total wall {total:.1f} s")
+    flops = sum(r["train_flops"] for r in rows)
+    wall, cpu = sums["train_side_by_side"] or sums["compute_train"], sums["compute_train"]
+    print(f"training: {flops / 1e12:.1f} TFLOP in the fits; {flops / wall / 1e9:.1f} GFLOP/s over "
+          f"the training wall time ({flops / wall / 1e9 / peak['gemm fp32']:.1%} of the GEMM "
+          f"peak, {flops / wall / 1e9 / peak['conv3x3 fp32']:.1%} of the conv peak), "
+          f"{flops / cpu / 1e9:.1f} GFLOP per worker CPU second")
     return total
 
 
@@ -123,6 +195,13 @@ def main() -> None:
     from pabench.evaluation.data import synth_dir
 
     args.preset = resolve_preset(args.preset, args.device)
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bench_levers
+
+    bench_levers.DEVICE = args.device
+    peak = bench_levers.peak_gflops()
+    print("peak of this machine, every core: " + ", ".join(f"{k} {v:.1f} GFLOP/s"
+                                                        for k, v in peak.items()))
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PABENCH_HOME"] = tmp
         build_synth(synth_dir(args.preset), preset=args.preset)
@@ -130,7 +209,7 @@ def main() -> None:
         for code in args.code:
             for w in args.workers:
                 name = f"code={code} workers={w}"
-                walls[name] = report(name, run(args, code, w, Path(tmp) / "datasets"))
+                walls[name] = report(name, run(args, code, w, Path(tmp) / "datasets"), peak)
     first = next(iter(walls))
     print(f"\nwall ratio vs {first}: " + ", ".join(f"{n} x{walls[first] / t:.2f}"
                                                   for n, t in list(walls.items())[1:]))
