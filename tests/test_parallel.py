@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -87,8 +88,8 @@ def test_a_worker_imports_the_parents_pabench_whatever_the_working_directory(tmp
     (decoy / "__init__.py").write_text("raise SystemExit('the decoy checkout was imported')\n")
     monkeypatch.chdir(tmp_path)
     argv, env = worker_command(1)
-    assert argv[-2:] == ["-m", "pabench.evaluation.parallel"]
-    out = subprocess.run([*argv[:-2], "-c", "import pabench; print(pabench.__file__)"], env=env,
+    assert argv[-2:] == ["-c", "from pabench.evaluation.parallel import serve; serve()"]
+    out = subprocess.run([*argv[:-1], "import pabench; print(pabench.__file__)"], env=env,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()).resolve() == Path(pabench.__file__).resolve()
@@ -121,6 +122,10 @@ def test_a_failed_job_names_its_model_and_a_dead_worker_is_replaced(synth_tiny: 
             if kill:
                 os.kill(worker.proc.pid, signal.SIGKILL)
                 worker.proc.wait()
+                with pytest.raises(PabenchError, match=r"ghost: attacker tiny2d \(seed 0\): "
+                                   r"training process failed: killed by SIGKILL \(out of "
+                                   r"memory\?\)$"):
+                    worker.call(pickle.dumps((run, job, 1)), job.stage)  # what a job saw
                 with pytest.raises(PabenchError, match="missing from the cache"):
                     pool.call(run, job)
                 assert len(pool.started) == 2 and pool.started[-1].alive

@@ -9,9 +9,9 @@ single-threaded run exactly.
 
 Workers are long-lived (`WorkerPool`): starting one (importing torch, torchvision and
 scikit-learn) takes 5-11 s on 2 CPU cores and initialising CUDA more, which a process per model
-paid for every one of an evaluation's 12-24 models (benchmarks/README.md). A worker is
-`python -P -m pabench.evaluation.parallel` (so a user's script needs no
-`if __name__ == "__main__"` guard), fed our own pickles on a pipe.
+paid for every one of an evaluation's 12-24 models (benchmarks/README.md). A worker is a
+fresh `python -P` running `serve` (so a user's script needs no `if __name__ == "__main__"`
+guard), fed our own pickles on a pipe.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import contextlib
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -140,15 +141,23 @@ class _Worker:
             _send(self.proc.stdin, payload)
             reply = _receive(self.proc.stdout)
         except (BrokenPipeError, EOFError):
-            self.proc.wait()
-            self.log.seek(0)
-            lines = self.log.read().decode(errors="replace").strip().splitlines()
-            raise PabenchError(f"{stage}: training process failed: "
-                               f"{printable((lines or ['(no output)'])[-1], 300)}") from None
+            raise PabenchError(f"{stage}: training process failed: {self._cause()}") from None
         ok, value = pickle.loads(reply)
         if not ok:
             raise PabenchError(f"{stage}: training process failed: {value}")
         return {**value, **start}
+
+    def _cause(self) -> str:
+        """Why the process died: the signal that killed it (SIGKILL is what the kernel's
+        out-of-memory killer sends), else the last line it wrote (an exception's)."""
+        code = self.proc.wait()
+        if code < 0:
+            name = signal.Signals(-code).name
+            hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+            return f"killed by {name}{hint}"
+        self.log.seek(0)
+        lines = self.log.read().decode(errors="replace").strip().splitlines()
+        return printable((lines or [f"exit status {code}, no output"])[-1], 300)
 
     @property
     def alive(self) -> bool:
@@ -243,13 +252,15 @@ def _receive(pipe: BinaryIO) -> bytes:
 
 def worker_command(threads: int) -> tuple[list[str], dict[str, str]]:
     """The worker's command line and environment. It must import this very `pabench`: `-m`
-    would put the working directory first on `sys.path`, so a run started beside another
-    checkout (a benchmark of an older tree, a user's clone) trained with that code and missed
-    every cache the parent wrote. `-P` drops that entry; the parent's package root leads."""
+    or `-c` would put the working directory first on `sys.path`, so a run started beside
+    another checkout (a benchmark of an older tree, a user's clone) trained with that code and
+    missed every cache the parent wrote. `-P` drops that entry; the parent's package root
+    leads. `-c` rather than `-m`: running this module as `__main__` would import it twice
+    (`pabench.evaluation` imports it too), with a warning as the worker's first words."""
     root = str(Path(pabench.__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
-    return [sys.executable, "-P", "-m", "pabench.evaluation.parallel"], env
+    return [sys.executable, "-P", "-c", f"from {__name__} import serve; serve()"], env
 
 
 def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
@@ -286,7 +297,7 @@ def _cached_only(job: FitJob) -> Submission:
     return Submission(job.name, None, job.sha256, "baseline", missing, SubmissionMeta())
 
 
-def _serve() -> None:
+def serve() -> None:
     """The worker's loop: a job in, its timings (or the error) out, until the input ends. The
     replies get a descriptor of their own; anything printed goes to stderr, never into them."""
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
@@ -302,7 +313,3 @@ def _serve() -> None:
         except PabenchError as e:
             reply = (False, str(e))
         _send(replies, pickle.dumps(reply))
-
-
-if __name__ == "__main__":
-    _serve()
