@@ -3,6 +3,7 @@
     python benchmarks/bench_evaluate.py [--protocol known|all] [--preset auto|tiny|standard]
                                         [--device cpu|cuda] [--anonymizer baseline:identity]
                                         [--workers 1 0] [--code . OLD_CHECKOUT ...]
+    python benchmarks/bench_evaluate.py --record RECORD.json ...   # a record already made
 
 For each code tree (`--code`: this checkout by default; give a `git worktree` of an older commit
 beside it to compare engines) and each `--workers` value (1: one model at a time; 0: auto, one
@@ -125,16 +126,20 @@ def child(args: argparse.Namespace) -> None:
         rec = evaluate(args.anonymizer, pid, preset=args.preset, device=args.device,
                        workers=args.workers[0])
         wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
-        raw = rec.raw.privacy_cmap if rec.raw else float("nan")
-        flops = training_flops(rec.model_dump(mode="json"), args.preset)
-        print(json.dumps({
-            "protocol": pid, "wall": wall, "cpu_per_wall": cpu / wall,
-            "calls": rec.timings.get("anonymizer_calls", 0)
-            / max(rec.timings.get("anonymized_clips", 1), 1),
-            "top1": rec.metrics.action, "cmap": rec.metrics.privacy_cmap, "raw": raw,
-            "raw_attackers": {a.arch: a.cmap for a in rec.raw_attackers or []},
-            "hardware": rec.hardware, "timings": rec.timings, "train_flops": flops}),
+        print(json.dumps(row(rec.model_dump(mode="json"), args.preset, wall, cpu / wall)),
               flush=True)
+
+
+def row(rec: dict, preset: str, wall: float, cpu_per_wall: float) -> dict:
+    """What `report` prints of one record."""
+    t = rec["timings"]
+    return {"protocol": rec["protocol"]["id"], "wall": wall, "cpu_per_wall": cpu_per_wall,
+            "calls": t.get("anonymizer_calls", 0) / max(t.get("anonymized_clips", 1), 1),
+            "top1": rec["metrics"]["action"], "cmap": rec["metrics"]["privacy_cmap"],
+            "raw": (rec["raw"] or {}).get("privacy_cmap", float("nan")),
+            "raw_attackers": {a["arch"]: a["cmap"] for a in rec["raw_attackers"] or []},
+            "hardware": rec["hardware"], "timings": t,
+            "train_flops": training_flops(rec, preset)}
 
 
 def run(args: argparse.Namespace, code: Path, workers: int, data: Path) -> list[dict]:
@@ -187,6 +192,10 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--workers", type=int, nargs="+", default=[0])
     ap.add_argument("--code", type=Path, nargs="+", default=[Path(__file__).parent.parent])
+    ap.add_argument("--record", type=Path, nargs="+",
+                    help="no evaluation: the report of records already written, every fit of "
+                         "which trained in the call that wrote it (their FLOPs against this "
+                         "machine's peak, so run it on the machine that made them)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
@@ -202,6 +211,14 @@ def main() -> None:
     peak = bench_levers.peak_gflops()
     print("peak of this machine, every core: " + ", ".join(f"{k} {v:.1f} GFLOP/s"
                                                         for k, v in peak.items()))
+    if args.record:
+        from pabench.records import read_record
+
+        for path in args.record:
+            rec = read_record(path).model_dump(mode="json")
+            report(str(path), [row(rec, rec["benchmark"]["preset"], rec["timings"]["total"],
+                                   float("nan"))], peak)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PABENCH_HOME"] = tmp
         build_synth(synth_dir(args.preset), preset=args.preset)
