@@ -214,10 +214,15 @@ def main() -> None:
     if args.record:
         from pabench.records import read_record
 
+        flops = 0.0
         for path in args.record:
             rec = read_record(path).model_dump(mode="json")
-            report(str(path), [row(rec, rec["benchmark"]["preset"], rec["timings"]["total"],
-                                   float("nan"))], peak)
+            rows = [row(rec, rec["benchmark"]["preset"], rec["timings"]["total"], float("nan"))]
+            report(str(path), rows, peak)
+            flops += rows[0]["train_flops"]
+        print(f"\nall {len(args.record)} records: {flops / 1e12:.1f} TFLOP of training, at least "
+              f"{flops / peak['gemm fp32'] / 1e9 / 60:.1f} min at the GEMM peak and "
+              f"{flops / peak['conv3x3 fp32'] / 1e9 / 60:.1f} min at the conv peak")
         return
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PABENCH_HOME"] = tmp
