@@ -211,6 +211,14 @@ def test_view_shows_a_records_predictions(fo: ModuleType, split: Path, tmp_path:
     frame.to_parquet(path)
 
     name = _view(str(split), "--predictions", str(path))["name"]
+    record = tmp_path / "r.json"  # the record itself names the file beside it
+    assert _view(str(split), "--predictions", str(record))["name"] == name
+    missing = tmp_path / "other.json"
+    result = CliRunner().invoke(app, ["datasets", "view", str(split), "--predictions",
+                                      str(missing), "--no-app"])
+    assert result.exit_code == 1
+    assert "no predictions beside this record (other.predictions.parquet)" in str(
+        result.exception)
     dataset = fo.load_dataset(name)
     mean = (actions[0] + actions[1]) / 2
     for sample in dataset:

@@ -258,9 +258,10 @@ def view(
     ] = None,
     preset: Annotated[str, typer.Option(help="synth-* datasets: tiny or standard")] = "tiny",
     predictions: Annotated[
-        Path | None, typer.Option(help="Per-video predictions of a record (`pabench evaluate "
-                                       "--save-predictions` writes NAME.predictions.parquet) "
-                                       "to show next to the labels, with FiftyOne's evaluation")
+        Path | None, typer.Option(help="A record NAME.json, or the per-video predictions "
+                                       "file that `pabench evaluate --save-predictions` writes "
+                                       "beside it (NAME.predictions.parquet), to show next to "
+                                       "the labels, with FiftyOne's evaluation")
     ] = None,
     address: Annotated[str, typer.Option(help="Address the App listens on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port the App listens on")] = 5151,

@@ -140,8 +140,15 @@ PREDICTION_COLUMNS = {"side", "dataset", "split", "video_id", "role", "model", "
 
 
 def read_predictions(path: Path) -> pd.DataFrame:
-    """A `pabench evaluate --save-predictions` file, its columns checked (a plain parquet
-    table: reading it runs no code)."""
+    """A `pabench evaluate --save-predictions` file (or the record `.json` it was written
+    beside), its columns checked (a plain parquet table: reading it runs no code)."""
+    if path.suffix == ".json":
+        from pabench.evaluation.store import predictions_path
+
+        record, path = path, predictions_path(path)
+        if not path.is_file():
+            raise PabenchError(f"{record}: no predictions beside this record ({path.name}); "
+                               "evaluate again with --save-predictions")
     try:
         table = pd.read_parquet(path)
     except FileNotFoundError:
