@@ -53,26 +53,23 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + live
 
 
-def _sample_flops(arch: str, outputs: int, frames: int, size: int) -> tuple[float, float]:
-    """FLOPs of one sample through `arch`: forward + backward (a training step's share, the
-    optimizer's elementwise work left out) and forward alone (validation), counted by
-    FlopCounterMode on a batch of 32."""
+def _sample_flops(arch: str, frames: int, size: int) -> tuple[float, float]:
+    """FLOPs of one sample through `arch`: forward + backward (`bench_levers.step_fn`'s count
+    for a training step, the optimizer's elementwise work left out) and forward alone
+    (validation), both counted by FlopCounterMode on a batch."""
     import torch
-    import torch.nn.functional as F
     from torch.utils.flop_counter import FlopCounterMode
 
-    from pabench.models import MODELS, build_model
+    sys.path.insert(0, str(Path(__file__).parent))
+    import bench_levers
 
+    _, step = bench_levers.step_fn(arch, frames, size, channels_last=False, bf16=False)
     torch.manual_seed(0)
-    model = build_model(arch, outputs, size)
-    video = MODELS.get(arch).kind == "video"
-    x = torch.rand(32, 3, frames, size, size) if video else torch.rand(32, 3, size, size)
-    with FlopCounterMode(display=False) as forward:
-        with torch.no_grad():
-            model(x)
-    with FlopCounterMode(display=False) as both:
-        F.binary_cross_entropy_with_logits(model(x), torch.zeros(32, outputs)).backward()
-    return both.get_total_flops() / 32, forward.get_total_flops() / 32
+    x, _ = bench_levers._inputs(arch, frames, size)
+    model = bench_levers.build_model(arch, 8, size)
+    with FlopCounterMode(display=False) as forward, torch.no_grad():
+        model(x[0])
+    return step / bench_levers.BATCH, forward.get_total_flops() / bench_levers.BATCH
 
 
 def training_flops(rec: dict, preset: str) -> float:
@@ -108,7 +105,7 @@ def training_flops(rec: dict, preset: str) -> float:
         train = len(range(0, drawn - sched.batch_size // 2, sched.batch_size)) * sched.batch_size
         val = n_val * (eval_frames if kind == "frame" else 1)
         if arch not in cost:
-            cost[arch] = _sample_flops(arch, 8, frames, size)
+            cost[arch] = _sample_flops(arch, frames, size)
         step, forward = cost[arch]
         total += epochs * (train * step + val * forward)
     return total
