@@ -25,7 +25,7 @@ from pabench.leaderboard import (
     make_server,
     pareto_flags,
 )
-from pabench.leaderboard.tables import Table, tie_ranks
+from pabench.leaderboard.tables import Table, rank_agreement, spearman, tie_ranks
 from pabench.protocols import PROTOCOLS
 from pabench.records import (
     AttackerResult,
@@ -319,6 +319,28 @@ def test_old_protocol_versions_are_archived(results: Path, site: Path) -> None:
     v1_entry = next(e for e in tables[("known", 1)].entries if e.name == "unet")
     page = (site / "entries" / f"{v1_entry.id}.html").read_text()
     assert "archived (protocol v1)" in page and 'href="../archive.html#' in page
+
+
+def test_spearman_agreement_over_shared_entries() -> None:
+    a = {"w": 1.0, "x": 2.0, "y": 3.0, "z": 4.0}
+    b = {"w": 10.0, "x": 30.0, "y": 20.0, "z": 40.0, "v": 0.0}  # x and y swapped, v extra
+    c = {"w": 4.0, "x": 3.0, "y": 2.0}  # reversed, but only 3 entries shared with a
+    rho, shared = spearman({"a": a, "b": b, "c": c})
+    assert rho[0][0] == 1.0 and rho[0][1] == rho[1][0] == 0.8  # 1 - 6 * 2 / (4 * 15)
+    assert rho[0][2] is None and rho[1][2] is None
+    assert shared == [[4, 4, 3], [4, 5, 3], [3, 3, 3]]
+
+
+def test_protocols_page_compares_current_rankings(results: Path, site: Path) -> None:
+    [agreement] = rank_agreement(_tables(results).values())
+    # archived v1 tables stay out; the unranked memorizer is not an entry of known v2's order
+    assert [(t.protocol, t.version) for t in agreement.tables] == [
+        ("known", 2), ("raw-pretrained-attacker", 2)]
+    assert agreement.shared == [[4, 2], [2, 4]]  # identity and downsample-4x in both
+    assert agreement.rho == [[1.0, None], [None, 1.0]]
+    page = _section((site / "protocols.html").read_text(), "Do the protocols rank alike?",
+                    "</table>")
+    assert page.count("<tr>") == 3 and page.count("– <span") == 2 and "(2)" in page  # + header
 
 
 def test_diagnostic_protocol_is_shown_apart(results: Path, site: Path) -> None:

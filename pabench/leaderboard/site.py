@@ -27,7 +27,15 @@ from pabench.errors import PabenchError
 from pabench.leaderboard.curves import curve_plots
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
-from pabench.leaderboard.tables import Entry, Table, build_tables, load_records, sample_files
+from pabench.leaderboard.tables import (
+    MIN_SHARED,
+    Entry,
+    Table,
+    build_tables,
+    load_records,
+    rank_agreement,
+    sample_files,
+)
 from pabench.protocols import PROTOCOLS
 from pabench.records import RecordMeta
 from pabench.submission import TrainingData
@@ -271,7 +279,8 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
             fields=_flatten(spec.model_dump()),
             tables=[t for t in tables if t.protocol == spec.id],
         )
-    render("protocols.html.j2", "protocols.html", specs=specs, tables=tables)
+    render("protocols.html.j2", "protocols.html", specs=specs, tables=tables,
+           agreements=rank_agreement(tables), min_shared=MIN_SHARED)
     render("reported.html.j2", "reported.html", sources=by_source(groups))
     listed = {kind: [t for t in tables if t.listing == kind]
               for kind in ("ranked", "diagnostic", "archived")}
