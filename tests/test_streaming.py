@@ -6,6 +6,7 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import av
 import datasets
 import numpy as np
 import pandas as pd
@@ -20,6 +21,7 @@ from pabench.data.hub import (
     decode_video,
     encode_mp4,
     split_fingerprint,
+    uniform_indices,
     verify_dataset,
     write_meta,
     write_split,
@@ -194,3 +196,38 @@ def test_datasets_verify_rereads_and_names_a_changed_split(tmp_path: Path) -> No
     bad = runner.invoke(app, ["datasets", "verify", str(root)])
     assert bad.exit_code == 1 and "test: CHANGED" in bad.stdout
     assert "split(s) test no longer match" in str(bad.exception)
+
+
+def _write(path: Path, fmt: str, codec: str, video: np.ndarray) -> None:
+    with av.open(str(path), "w", format=fmt) as out:
+        stream = out.add_stream(codec, rate=15)
+        stream.width, stream.height, stream.pix_fmt = video.shape[2], video.shape[1], "yuv420p"
+        for frame in video:
+            out.mux(stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")))
+        out.mux(stream.encode())
+
+
+def test_sampled_decode_keeps_only_the_picked_frames_and_equals_a_whole_decode(
+        tmp_path: Path) -> None:
+    """avi (a frame count in its header), mkv (none: decoded whole, then picked), and an avi
+    cut in half (its header promises 40 frames, 11 decode: decoded again whole)."""
+    video = np.random.default_rng(0).integers(0, 255, (40, 48, 64, 3), dtype=np.uint8)
+    _write(tmp_path / "a.avi", "avi", "mpeg4", video)
+    _write(tmp_path / "a.mkv", "matroska", "mpeg4", video)
+    data = (tmp_path / "a.avi").read_bytes()
+    (tmp_path / "cut.avi").write_bytes(data[:len(data) // 2])
+    for name, length in (("a.avi", 40), ("a.mkv", 40), ("cut.avi", 11)):
+        whole = decode_video(tmp_path / name)
+        assert len(whole) == length, name
+        for frames in (16, 64):  # fewer frames than the video, and more (repeats)
+            picked = decode_video(tmp_path / name, frames=frames)
+            np.testing.assert_array_equal(picked, whole[uniform_indices(length, frames)])
+    assert uniform_indices(3, 5).tolist() == [0, 0, 1, 2, 2]
+    frame_bytes = video[0].nbytes
+    for frames, bound in ((None, lambda peak: peak > 40 * frame_bytes),
+                          (4, lambda peak: peak < 10 * frame_bytes)):
+        tracemalloc.start()
+        decode_video(tmp_path / "a.avi", frames=frames)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert bound(peak), (frames, peak, frame_bytes)

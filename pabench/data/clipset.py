@@ -13,7 +13,14 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pabench.data.hub import DEMUXERS, decode_video, name_problem, read_meta, split_fingerprint
+from pabench.data.hub import (
+    DEMUXERS,
+    decode_video,
+    name_problem,
+    read_meta,
+    split_fingerprint,
+    uniform_indices,
+)
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy
 from pabench.errors import PabenchError, unknown_name
 from pabench.runtime import pabench_home, printable
@@ -85,8 +92,7 @@ def multi_hot(column: Sequence | np.ndarray, classes: int) -> np.ndarray:
 def _resample(video: np.ndarray, frames: int | None, size: int | None) -> np.ndarray:
     """Uniform temporal resampling and a centre-cropped square resize (real video only)."""
     if frames is not None and video.shape[0] != frames:
-        idx = np.linspace(0, video.shape[0] - 1, frames).round().astype(int)
-        video = video[idx]
+        video = video[uniform_indices(video.shape[0], frames)]
     if size is not None and video.shape[1:3] != (size, size):
         h, w = video.shape[1:3]
         m = min(h, w)
@@ -167,8 +173,7 @@ def load_clipset(
         if meta.frame_attributes:
             # real per-frame labels have each video's own length: align them to the clip
             t = videos.shape[1]
-            per = [np.stack([np.asarray(v, np.float32)[np.linspace(0, len(v) - 1, t).round()
-                                                       .astype(int)]
+            per = [np.stack([np.asarray(v, np.float32)[uniform_indices(len(v), t)]
                              for v in table[f"frames_{a}"]])
                    for a in meta.attributes]
             frame_attrs = np.stack(per, axis=-1)
@@ -188,7 +193,7 @@ def _decode_split(root: Path, split: str, sources: list, names: list[str], path:
     than a few decoded videos per worker."""
 
     def one(source: Path | bytes, name: str) -> np.ndarray:
-        return _resample(decode_video(source, root / name), frames, size)
+        return _resample(decode_video(source, root / name, frames), frames, size)
 
     def decoded(pool: ThreadPoolExecutor) -> Iterator[tuple[str, np.ndarray]]:
         window = 4 * workers

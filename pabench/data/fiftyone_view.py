@@ -38,6 +38,7 @@ from pabench.data.hub import (
     name_problem,
     read_meta,
     split_fingerprint,
+    uniform_indices,
 )
 from pabench.errors import PabenchError
 from pabench.runtime import Progress, digest, pabench_home, printable
@@ -323,8 +324,7 @@ def sample_labels(meta: DatasetMeta, row: dict, length: int,
         # real per-frame labels have the video's own length: align them as the loader does
         per = {a: np.asarray(row[f"frames_{a}"]) for a in meta.attributes}
         for a, values in per.items():
-            idx = np.linspace(0, len(values) - 1, length).round().astype(int)
-            for i, v in enumerate(values[idx]):
+            for i, v in enumerate(values[uniform_indices(len(values), length)]):
                 if int(v) == 1:
                     frames[i].setdefault("privacy", []).append(a)
     if masks is not None:

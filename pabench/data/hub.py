@@ -133,20 +133,44 @@ def encode_mp4(frames: np.ndarray, fps: float = 8.0) -> bytes:
     return buf.getvalue()
 
 
-def decode_video(source: str | Path | bytes, name: str | Path | None = None) -> np.ndarray:
-    """Decode every frame to uint8 [T, H, W, 3] with the demuxer of `name`'s suffix (the
-    file's own name unless given: embedded bytes carry their file name beside them); a broken
-    file raises a one-line PabenchError."""
+def uniform_indices(length: int, frames: int) -> np.ndarray:
+    """`frames` evenly spaced indices into `length` frames, first and last included (repeated
+    when the video is shorter): how a real video becomes a fixed-length clip, and how its
+    per-frame labels follow it."""
+    return np.linspace(0, length - 1, frames).round().astype(int)
+
+
+def decode_video(source: str | Path | bytes, name: str | Path | None = None,
+                 frames: int | None = None) -> np.ndarray:
+    """Decode to uint8 [T, H, W, 3] with the demuxer of `name`'s suffix (the file's own name
+    unless given: embedded bytes carry their file name beside them); a broken file raises a
+    one-line PabenchError.
+
+    With `frames`, the result is the `frames` frames `uniform_indices` picks, and only those
+    are converted and kept, so a long video never sits in memory whole. The picks come from
+    the container's frame count; where it has none, or it proves wrong, the video is decoded
+    again whole, so the frames are the same either way."""
     name = str(name if name is not None else "<bytes>" if isinstance(source, bytes) else source)
     demuxers(name)  # an unsupported type is its own error, not a decoding failure
     try:
         with open_media(source, name) as container:
-            frames = [f.to_ndarray(format="rgb24") for f in container.decode(video=0)]
+            expected = container.streams.video[0].frames if frames else 0
+            picks = uniform_indices(expected, frames) if frames and expected > 0 else None
+            wanted = None if picks is None else set(picks.tolist())
+            kept, count = [], 0
+            for i, frame in enumerate(container.decode(video=0)):
+                if wanted is None or i in wanted:
+                    kept.append(frame.to_ndarray(format="rgb24"))
+                count = i + 1
     except (av.error.FFmpegError, OSError, ValueError, IndexError) as e:
         raise PabenchError(f"{name}: cannot decode video ({type(e).__name__}: {e})") from None
-    if not frames:
+    if not kept:
         raise PabenchError(f"{name}: video has no frames")
-    return np.stack(frames)
+    if picks is None or count != expected:
+        video = np.stack(kept) if picks is None else decode_video(source, name)
+        return video if frames is None else video[uniform_indices(len(video), frames)]
+    # kept holds each picked index once, in order; a short video repeats some
+    return np.stack(kept)[np.searchsorted(np.unique(picks), picks)]
 
 
 def split_fingerprint(root: Path, split: str, *, digests: DigestCache | None = None,
