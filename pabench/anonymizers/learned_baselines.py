@@ -15,6 +15,7 @@ checkpoints it can resume from.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,8 @@ from pabench.training.anonymizer import (
     train_anonymizer,
 )
 from pabench.training.curves import Curves
+from pabench.training.held_out import HeldOutAttack
+from pabench.training.held_out import held_out_attack as measure_held_out
 from pabench.training.pools import TrainingSource, real_source, synth_source
 
 VERSION = "v2"  # bump when the architecture, the training data or the training code changes
@@ -133,6 +136,7 @@ class TrainedExport:
     curves: tuple[Path, Path]  # CSV log and PNG plot
     cache: Path
     result: TrainResult  # `cached` tells whether it was trained now
+    attack: tuple[HeldOutAttack, Path] | None = None  # with `held_out_attack`: its result file
 
 
 def default_out(method: str, data: str, recipe: AnyRecipe) -> Path:
@@ -147,15 +151,21 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
                      recipe: Path | None = None, fmt: str = "torch.export",
                      progress: Progress | None = None, log: Log | None = None,
                      echo: Callable[[str], None] | None = None, eval_every: int = 25,
-                     resume: bool = False) -> TrainedExport | None:
+                     resume: bool = False, held_out_attack: bool = False
+                     ) -> TrainedExport | None:
     """Train `method` on pa-synth, or with `data_dir` on the built real datasets
     `action_data` and `privacy_data` at the real protocols' clip shape (or reuse its cache),
     and write it as a submission file with a sidecar declaring its training data and recipe
     (seeds included), and its training curves as OUT.curves.csv and OUT.curves.png (`echo`
     gets each curve row as a line). The sidecar's name is METHOD-RECIPEHASH: a file may not
-    take a baseline's own name. Every argument is checked before training. Under torchrun all
+    take a baseline's own name. With `held_out_attack` (pa-synth), a fresh attacker then
+    measures the export's held-out privacy, written as OUT.held-out-attack.json (see
+    `pabench.training.held_out`). Every argument is checked before training. Under torchrun all
     ranks train; rank 0 reports, writes and returns, the others return None."""
     real = data_dir is not None
+    if held_out_attack and real:
+        raise PabenchError("--held-out-attack renders pa-synth's held-out clips; it does not "
+                           "measure a --benchmark real training")
     spec = (load_recipe(recipe, method, real) if recipe is not None
             else default_recipe(method, real))
     fmt = check_format(fmt)
@@ -191,8 +201,15 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
                           training_recipe=spec.model_dump(mode="json"))
     sidecar = atomic_write_text(written.with_suffix(".json"),
                                 meta.model_dump_json(indent=2, exclude_none=True) + "\n")
+    attack = None
+    if held_out_attack:
+        measured = measure_held_out(result.net.to(device).eval(), source.preset, seed=spec.seed,
+                                    device=device, progress=progress)
+        attack = measured, atomic_write_text(
+            written.with_suffix(".held-out-attack.json"),
+            json.dumps({"name": name, **measured.as_dict()}, indent=2) + "\n")
     return TrainedExport(name, source.preset, fmt, written, sidecar, curve_files,
-                         cache_path(method, source.key, spec), result)
+                         cache_path(method, source.key, spec), result, attack)
 
 
 def _build(method: str, ctx: BuildContext) -> nn.Module:

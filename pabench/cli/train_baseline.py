@@ -43,6 +43,10 @@ def train_baseline(
                                               "run of the same recipe left")] = False,
     eval_every: Annotated[int, typer.Option(min=1, help="Minimax iterations between curve rows "
                                                  "(losses, held-out utility and privacy)")] = 25,
+    held_out_attack: Annotated[bool, typer.Option(
+        help="pa-synth: then train a fresh tiny-dense2d attacker on the export's output of "
+             "held-out clips and print its cMAP on others (OUT.held-out-attack.json): the "
+             "privacy measure to tune a recipe on")] = False,
     fmt: Annotated[str, typer.Option("--format", help="torch.export (default) or torchscript "
                                                       "(deprecated)")] = "torch.export",
 ) -> None:
@@ -68,7 +72,7 @@ def train_baseline(
                                 else None, action_data=action_data, privacy_data=privacy_data,
                                 fmt=fmt, progress=bar, log=_print_stage,
                                 echo=lambda line: err.print(cell(line)), eval_every=eval_every,
-                                resume=resume)
+                                resume=resume, held_out_attack=held_out_attack)
     if done is None:  # another torchrun rank: rank 0 reports
         return
     if done.result.cached:
@@ -78,6 +82,11 @@ def train_baseline(
     out.print(cell(f"exported {done.name} ({done.preset}, {done.fmt}) -> {done.path} "
                    f"(+ {done.sidecar.name}, {done.curves[0].name}, {done.curves[1].name})"),
               soft_wrap=True)
+    if done.attack is not None:
+        attack, where = done.attack
+        out.print(cell(f"held-out attacker {attack.model}: cMAP {attack.cmap:.1f} on "
+                       f"{attack.test_clips} held-out clips (best epoch {attack.best_epoch} of "
+                       f"{attack.epochs}) -> {where}"), soft_wrap=True)
 
 
 def _print_stage(stage: str, losses: dict[str, float]) -> None:

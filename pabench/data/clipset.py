@@ -120,6 +120,12 @@ def _media_name(root: Path, split: str, name: object) -> str:
 STILL_SUFFIXES = frozenset(s for s, d in DEMUXERS.items() if d[0].endswith("_pipe"))
 
 
+def as_frames(clips: torch.Tensor) -> np.ndarray:
+    """An anonymizer's float [B, 3, T, H, W] output in the stored layout, uint8 [B, T, H, W, 3],
+    rounded as every store of anonymized clips is."""
+    return clips.clamp(0, 1).mul(255).round().byte().permute(0, 2, 3, 4, 1).cpu().numpy()
+
+
 def is_still(videos: np.ndarray) -> bool:
     """Whether `videos` are still images shown as clips: their time axis has stride 0, every
     frame being the one stored image (see `present`)."""

@@ -406,6 +406,7 @@ def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np
     (`evaluation.anonymize.windows`), each output checked for shape and finiteness."""
     import torch
 
+    from pabench.data.clipset import as_frames
     from pabench.evaluation.anonymize import windows
 
     frames = min(frames, len(video))
@@ -421,8 +422,7 @@ def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np
                 problem = ("non-finite" if y.shape == x.shape
                            else f"of shape {list(y.shape)}, expected {list(x.shape)}")
                 raise PabenchError(f"anonymizer {sub.name}: output on {name} is {problem}")
-            y = y.clamp(0, 1).mul(255).round().byte().permute(0, 2, 3, 4, 1).numpy()
-            for s, clip in zip(chunk, y, strict=True):
+            for s, clip in zip(chunk, as_frames(y), strict=True):
                 out[s:s + frames] = clip
     return out
 

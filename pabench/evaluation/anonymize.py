@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from pabench.data.clipset import ClipSet, is_still, present
+from pabench.data.clipset import ClipSet, as_frames, is_still, present
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy, sidecar
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
@@ -88,8 +88,8 @@ def _apply(run: Run, sub: Submission, clips: ClipSet, batch: int, path: Path) ->
                     )
                 if still:
                     y = y[:, :, run.frames // 2:run.frames // 2 + 1]
-                frames = y.clamp(0, 1).mul(255).round().byte().permute(0, 2, 3, 4, 1)
-                done[:, s:s + frames.shape[1]] = frames.cpu().numpy()
+                frames = as_frames(y)
+                done[:, s:s + frames.shape[1]] = frames
             writer.append(done)
             if run.progress:
                 run.progress(stage, min(i + batch, n), n)

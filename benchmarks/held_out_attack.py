@@ -1,0 +1,39 @@
+"""Held-out privacy of anonymizers by a fresh `tiny-dense2d` (`pabench.training.held_out`): the
+measure learned recipes are tuned on, for any `baseline:NAME` or submission file.
+
+    python benchmarks/held_out_attack.py baseline:downsample-4x baseline:vita my.pt2 ...
+
+Prints per anonymizer the attacker's cMAP on held-out clips of the learned baselines' training
+namespace (never a benchmark split) and its best epoch. Run on the reference baselines, it shows
+whether the measure orders anonymizers as the evaluation does (benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from pabench.anonymizers import BuildContext
+from pabench.evaluation.run import resolve_submission
+from pabench.training.held_out import held_out_attack
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("anonymizers", nargs="+", help="baseline:NAME or a submission file")
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--seed", type=int, default=0, help="held-out clips and attacker seed")
+    a = ap.parse_args()
+    ctx = BuildContext(preset=a.preset)
+    print(f"{'anonymizer':32s} {'held-out cMAP':>13s} {'best epoch':>10s} {'seconds':>8s}",
+          flush=True)
+    for spec in a.anonymizers:
+        sub = resolve_submission(spec, ctx)
+        start = time.perf_counter()
+        r = held_out_attack(sub.module, ctx.preset, seed=a.seed)
+        print(f"{spec:32s} {r.cmap:13.1f} {f'{r.best_epoch}/{r.epochs}':>10s} "
+              f"{time.perf_counter() - start:8.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
