@@ -9,8 +9,6 @@ import typer
 from rich.table import Table
 
 from pabench.anonymizers import ANONYMIZERS, BuildContext
-from pabench.anonymizers.baselines import baseline_names, expand_names, export_baseline
-from pabench.anonymizers.segmenter import train_and_measure
 from pabench.cli.console import cell, out, print_json
 from pabench.cli.usage import checking_arguments
 from pabench.data.synth import resolve_preset
@@ -30,6 +28,9 @@ def list_(
     json_out: Annotated[bool, typer.Option("--json", help="Print the list as JSON")] = False,
 ) -> None:
     """List the reference baselines (usable as `baseline:NAME` or `baseline:all`)."""
+    # imported per command: the baselines pull in torchvision, a second of every CLI start
+    from pabench.anonymizers.baselines import baseline_names
+
     specs = [ANONYMIZERS.get(name) for name in baseline_names()]
     if json_out:
         print_json([{"name": s.name, "family": s.family, "description": s.description}
@@ -52,6 +53,8 @@ def export(
                                              "first): cpu, cuda, cuda:1, ...")] = "cpu",
 ) -> None:
     """Write a baseline as one submission file (the pa-synth segmenter is included)."""
+    from pabench.anonymizers.baselines import expand_names, export_baseline
+
     with checking_arguments():
         expand_names(name)
         check_format(fmt)
@@ -65,6 +68,8 @@ def segmenter(
     preset: Annotated[str, typer.Option(help=PRESET_HELP + "; trains on the CPU")] = "auto",
 ) -> None:
     """Train the pa-synth person/face segmenter from scratch and report held-out IoU."""
+    from pabench.anonymizers.segmenter import train_and_measure
+
     with checking_arguments():
         preset = resolve_preset(preset, "cpu")
     seconds, iou = train_and_measure(preset)

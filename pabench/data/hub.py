@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import av
-import datasets
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
@@ -28,7 +27,9 @@ from pydantic import BaseModel, Field, ValidationError
 from pabench.data.integrity import DigestCache
 from pabench.errors import PabenchError
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `datasets` costs the CLI half a second at start-up: imported where used
+    import datasets
+
     from pabench.runtime import Progress
 
 META_FILE = "pabench.json"
@@ -250,6 +251,8 @@ def write_split(root: Path, split: str, rows: pd.DataFrame, features: datasets.F
     """Write one split's metadata parquet with typed features (ClassLabel names kept)."""
     path = root / "data" / f"{split}.parquet"
     path.parent.mkdir(parents=True, exist_ok=True)
+    import datasets
+
     ds = datasets.Dataset.from_pandas(rows, features=features, preserve_index=False)
     pq.write_table(ds.data.table, path)  # keeps the HF feature schema in the file metadata
     return path
@@ -257,6 +260,8 @@ def write_split(root: Path, split: str, rows: pd.DataFrame, features: datasets.F
 
 def write_card(root: Path, meta: DatasetMeta, features: datasets.Features, card: Card) -> Path:
     """README.md with the YAML header `load_dataset` and the Hub read, then human prose."""
+    import datasets
+
     header = {
         "pretty_name": card.pretty_name,
         "license": card.license,

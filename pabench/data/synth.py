@@ -14,14 +14,17 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
-import datasets
 import numpy as np
 import pandas as pd
 
 from pabench.data.hub import encode_mp4, write_card, write_meta, write_split
 from pabench.errors import PabenchError, unknown_name
+
+if TYPE_CHECKING:
+    import datasets
 
 KNOWN_ACTIONS = (
     "walk_left", "walk_right", "jump", "wave", "spin", "approach", "recede", "zigzag",
@@ -492,6 +495,8 @@ def build_synth(
 
 
 def _features(spec: SynthDatasetSpec, frames: int) -> datasets.Features:
+    import datasets  # costs the CLI half a second at start-up
+
     feats: dict = {"video_id": datasets.Value("string"), "video": datasets.Value("string"),
                    "masks": datasets.Value("string")}
     if spec.action_label:
