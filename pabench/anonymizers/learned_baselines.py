@@ -14,6 +14,7 @@ checkpoints it can resume from.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from collections.abc import Callable
@@ -188,6 +189,10 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
     result = load_or_train(method, source, recipe=spec, device=device,
                            progress=progress if rank0 else None, log=log if rank0 else None,
                            curves=curves, eval_every=eval_every, resume=resume)
+    # on every rank: under torchrun the attacker trains with DDP like any other fit
+    measured = measure_held_out(copy.deepcopy(result.net).to(device).eval(), source.preset,
+                                seed=spec.seed, device=device,
+                                progress=progress if rank0 else None) if held_out_attack else None
     if curves is None:
         return None
     if result.cached:  # the curves of the run that made the cache
@@ -202,9 +207,7 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
     sidecar = atomic_write_text(written.with_suffix(".json"),
                                 meta.model_dump_json(indent=2, exclude_none=True) + "\n")
     attack = None
-    if held_out_attack:
-        measured = measure_held_out(result.net.to(device).eval(), source.preset, seed=spec.seed,
-                                    device=device, progress=progress)
+    if measured is not None:
         attack = measured, atomic_write_text(
             written.with_suffix(".held-out-attack.json"),
             json.dumps({"name": name, **measured.as_dict()}, indent=2) + "\n")
