@@ -41,8 +41,8 @@ def test_train_baseline_refuses_the_measure_on_real_data(tmp_path):
 def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
     """Through the CLI on a micro recipe: the result file names the export's recipe."""
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 48)
-    monkeypatch.setattr(held_out, "TEST_CLIPS", 32)
+    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
+    monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
     micro = tmp_path / "micro.json"
     micro.write_text(json.dumps({"clips": 16, "batch": 4, "width": 4, "identity_steps": 5,
                                  "target_steps": 5, "steps": 2, "ssl_steps": 2,
