@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import subprocess
 import sys
@@ -30,6 +31,11 @@ class Gray(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gray = rgb_to_grayscale(x.transpose(1, 2), num_output_channels=3)
         return gray.transpose(1, 2).contiguous()
+
+
+class Black(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(x)
 
 
 class NaNs(nn.Module):
@@ -124,19 +130,22 @@ def test_cli_unknown_protocol_is_one_line():
 
 
 @pytest.mark.slow
-def test_grayscale_hides_skin_colour_and_keeps_faces(synth_tiny, tmp_path):
-    """Through the whole engine, an attacker finds what an anonymizer leaves and only that.
-    (All-black at chance on both axes is asserted on every committed ranked record in
-    test_controls.py, on fits in test_synth.py and on the held-out attack.)"""
+def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
     proto = PROTOCOLS.get("cross-dataset").model_copy(update={
         "id": "test-accept", "seeds": (0,), "consistency_check": False,
         "attackers": ("tiny-resnet2d",),
         "schedule": Schedule(max_epochs=25, patience=4, min_epochs=4)})
+    black = _run(from_module("black", Black()), tmp_path, synth_tiny, protocol=proto)
+    assert black.metrics.action <= 100 / 8 + 8
+    rate = json.loads((synth_tiny / "synth-privacy" / "pabench.json").read_text())
+    assert rate["name"] == "synth-privacy"
+    assert black.metrics.privacy_cmap <= 56  # attributes are ~50% positive: AP of a constant
     gray = _run(from_module("gray", Gray()), tmp_path, synth_tiny, protocol=proto)
     assert gray.raw is not None
     raw_ap = gray.raw_attackers[0].per_attribute
     ap = gray.attackers[0].per_attribute
-    print(f"acceptance: gray skin_color AP {ap['skin_color']['ap']:.1f} "
+    print(f"acceptance: black top-1 {black.metrics.action:.1f} cMAP "
+          f"{black.metrics.privacy_cmap:.1f}; gray skin_color AP {ap['skin_color']['ap']:.1f} "
           f"(raw {raw_ap['skin_color']['ap']:.1f}), face AP {ap['face']['ap']:.1f} "
           f"(raw {raw_ap['face']['ap']:.1f})")
     assert raw_ap["skin_color"]["ap"] - ap["skin_color"]["ap"] >= 25

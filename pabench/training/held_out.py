@@ -72,6 +72,6 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
                           stage=f"held-out attacker {HELD_OUT_ATTACKER}")
     probs = predict(net, spec, out[train_clips:])
     scores = privacy_scores(probs, labels[train_clips:], list(KNOWN_ATTRIBUTES))
-    chosen = next(t for t in traces if t.chosen) if len(traces) > 1 else traces[0]
+    chosen = next(t for t in traces if t.chosen)
     return HeldOutAttack(HELD_OUT_ATTACKER, scores.cmap, chosen.best_epoch, len(chosen.val_loss),
                          train_clips, test_clips, seed, traces)
