@@ -18,7 +18,7 @@ import copy
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -210,7 +210,7 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
     if measured is not None:
         attack = measured, atomic_write_text(
             written.with_suffix(".held-out-attack.json"),
-            json.dumps({"name": name, **measured.as_dict()}, indent=2) + "\n")
+            json.dumps({"name": name, **asdict(measured)}, indent=2) + "\n")
     return TrainedExport(name, source.preset, fmt, written, sidecar, curve_files,
                          cache_path(method, source.key, spec), result, attack)
 

@@ -12,7 +12,7 @@ held-out clips of the training namespace, and is scored on other held-out clips 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -42,11 +42,7 @@ class HeldOutAttack:
     seed: int
     traces: list[Trace]
 
-    def as_dict(self) -> dict:
-        return asdict(self)
 
-
-@torch.no_grad()
 def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: str, *,
                     seed: int = 0, train_clips: int | None = None,
                     test_clips: int | None = None, device: str = "cpu", batch: int = 32,
@@ -59,17 +55,17 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     p, known = get_preset(preset), get_protocol("known")
     pool = render_pool(preset, train_clips + test_clips, seed, split="val")
     out = np.empty_like(pool.videos)
-    for i in range(0, len(pool), batch):
-        local = np.arange(i, min(i + batch, len(pool)))
-        out[local] = as_frames(anonymize(as_tensor(pool, local, p.frames, device)))
+    with torch.no_grad():
+        for i in range(0, len(pool), batch):
+            local = np.arange(i, min(i + batch, len(pool)))
+            out[local] = as_frames(anonymize(as_tensor(pool, local, p.frames, device)))
     labels = pool.attributes
     assert labels is not None
     spec = FitSpec(model=HELD_OUT_ATTACKER, task="multilabel", num_outputs=len(KNOWN_ATTRIBUTES),
                    clip_frames=p.frames, input_size=p.size, schedule=known.schedule,
                    augment=known.augment, seed=seed, device=device)
-    with torch.enable_grad():
-        net, traces = fit(spec, out[:train_clips], labels[:train_clips], progress=progress,
-                          stage=f"held-out attacker {HELD_OUT_ATTACKER}")
+    net, traces = fit(spec, out[:train_clips], labels[:train_clips], progress=progress,
+                      stage=f"held-out attacker {HELD_OUT_ATTACKER}")
     probs = predict(net, spec, out[train_clips:])
     scores = privacy_scores(probs, labels[train_clips:], list(KNOWN_ATTRIBUTES))
     chosen = next(t for t in traces if t.chosen)
