@@ -22,7 +22,7 @@ from pabench.errors import PabenchError
 from pabench.runtime import NAME_PATTERN, atomic_write_text, validation_error
 from pabench.submission import SubmissionMeta
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_RECORD_BYTES = 16 * 1024 * 1024  # real records are ~20 kB
 INT64_MAX = 2**63 - 1
 ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
@@ -97,14 +97,33 @@ class ValidationSummary(_Strict):
     checks: list[str] = Field(default_factory=list)
 
 
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class Replica(_Strict):
+    """One more training seed of the submitted method: evaluation seed `seed` trained and
+    tested its models on this anonymizer's output (`training_seed`: its recipe's seed, where
+    pabench trained it)."""
+
+    seed: Count
+    sha256: Sha256
+    training_seed: Count | None = None
+
+
 class SubmissionInfo(_Strict):
+    """`sha256` is the anonymizer of the first evaluation seed; `replicas`, when present, are
+    the method's other training seeds, one per further evaluation seed (empty: one anonymizer
+    served every seed)."""
+
     name: EntryName
-    sha256: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    sha256: Sha256
     format: Literal["torch.export", "torchscript", "baseline"]
     params: Count
     flops: Count | None = None
     meta: RecordMeta = Field(default_factory=RecordMeta)
     validation: ValidationSummary | None = None
+    training_seed: Count | None = None
+    replicas: list[Replica] = Field(default_factory=list)
 
 
 class Curve(_Strict):
@@ -143,7 +162,9 @@ class Metrics(_Strict):
     and may be negative when a submission beats raw data. `privacy_norm` is chance-normalised
     worst-case cMAP: 0 at the attributes' base rate (`base_cmap`), 1 at raw data. CIs come from
     one bootstrap over test videos and seeds with the max over attackers inside each resample
-    (`ci_method` says which; records before v3 resampled videos for the picked attacker)."""
+    (`ci_method` says which: "replicas" where each seed scored another training seed of the
+    method, resampled as one for all models; records before v3 resampled videos for the
+    picked attacker)."""
 
     action: Score
     action_ci: CI
@@ -167,7 +188,8 @@ class Metrics(_Strict):
     excluded_attributes: list[str] = Field(default_factory=list)
     target_epochs: Count
     target_curves: list[Curve] = Field(default_factory=list)
-    ci_method: Literal["videos", "videos+seeds, max inside"] = "videos"
+    ci_method: Literal["videos", "videos+seeds, max inside",
+                       "videos+replicas, max inside"] = "videos"
 
 
 class Consistency(_Strict):
@@ -186,7 +208,7 @@ class Record(_Strict):
     """`ranked` is False for records the tables must not rank (a diagnostic protocol, a failed
     consistency check); `flags` says why, and names weak attackers and early-best runs."""
 
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     pabench: dict[str, str]
     protocol: ProtocolRef
     benchmark: BenchmarkRef
@@ -240,8 +262,15 @@ def _upgrade_v2(data: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v4 adds `submission.replicas` (a method's further training seeds); a v3 record scored
+    one anonymizer on every seed, which the empty default says."""
+    return {**data, "schema_version": 4}
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_v1,
-                                                                   2: _upgrade_v2}
+                                                                   2: _upgrade_v2,
+                                                                   3: _upgrade_v3}
 """version -> the step to version + 1; reading chains them up to SCHEMA_VERSION."""
 
 
@@ -333,6 +362,10 @@ def _describe(record: Record) -> str:
     return f"{s.name} (sha256 {s.sha256[:12]}…, table {record.table_id})"
 
 
+def _shas(record: Record) -> list[str]:
+    return [record.submission.sha256, *(r.sha256 for r in record.submission.replicas)]
+
+
 def check_replace(record: Record, path: Path, *, replace: bool = False) -> bool:
     """Whether writing `record` to `path` replaces a file. Without `replace`, refuse to replace
     anything but a record of the same entry and submission (table, name and sha256)."""
@@ -347,8 +380,8 @@ def check_replace(record: Record, path: Path, *, replace: bool = False) -> bool:
         raise PabenchError(f"{path}: already exists and is not a record this pabench reads "
                            f"({str(e).removeprefix(f'{path}: ')}); pass --replace to overwrite it"
                            ) from None
-    same = (old.table_id, old.submission.name, old.submission.sha256) == (
-        record.table_id, record.submission.name, record.submission.sha256)
+    same = (old.table_id, old.submission.name, _shas(old)) == (
+        record.table_id, record.submission.name, _shas(record))
     if not same:
         raise PabenchError(f"{path}: already holds {_describe(old)}; pass --replace to overwrite "
                            f"it with {_describe(record)}")

@@ -36,6 +36,7 @@ class BuildContext:
     device: str = "cpu"
     cache_dir: Path | None = None
     detector_weights: Path | None = None  # real video: a local torchvision detector file
+    replica: int = 0  # a learned baseline's k-th training seed: its recipe's seed + k
 
     def __post_init__(self) -> None:
         # imported here: pa-synth pulls in datasets and pandas, and the submission door imports
@@ -55,6 +56,9 @@ class AnonymizerSpec:
     # Learned baselines declare what they were trained on, so the novel protocol can check
     # eligibility as it does for a submission's sidecar; None for training-free baselines.
     training_data: TrainingData | None = None
+    # Learned baselines: the training seed of replica k (`BuildContext.replica`). Each seed is
+    # another anonymizer, and an evaluation scores one per evaluation seed.
+    training_seed: Callable[[int], int] | None = None
 
 
 ANONYMIZERS: Registry[AnonymizerSpec] = Registry(

@@ -215,12 +215,19 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
                          cache_path(method, source.key, spec), result, attack)
 
 
+def _training_seed(method: str, replica: int) -> int:
+    return default_recipe(method).seed + replica
+
+
 def _build(method: str, ctx: BuildContext) -> nn.Module:
     if ctx.benchmark != "pa-synth":
         raise PabenchError(f"baseline:{method} is trained on pa-synth; for real data run "
                            f"`pabench train-baseline {method} --benchmark real` and evaluate "
                            "the file it writes")
-    net = load_or_train(method, ctx.preset, cache_dir=ctx.cache_dir, device=ctx.device).net
+    recipe = default_recipe(method)
+    recipe = recipe.model_copy(update={"seed": _training_seed(method, ctx.replica)})
+    net = load_or_train(method, ctx.preset, recipe=recipe, cache_dir=ctx.cache_dir,
+                        device=ctx.device).net
     return net.to(ctx.device).eval()
 
 
@@ -243,4 +250,5 @@ for _method, _desc in (
         params={"recipe": f"baselines/{_method}.json", "version": VERSION,
                 **({"paper": PAPERS[_method]} if _method in PAPERS else {})},
         training_data=training_data(_method),
+        training_seed=lambda k, m=_method: _training_seed(m, k),
     ))

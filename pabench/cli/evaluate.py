@@ -62,6 +62,8 @@ def print_record(record: Record) -> None:
                     _fmt(a.raw_cmap) if a.raw_cmap is not None else "-", f"{a.f1:.1f}", best,
                     *[f"{a.per_attribute[k]['ap']:.1f}" for k in attrs])
     out.print(att)
+    if record.submission.replicas:
+        out.print(f"training seeds: {_training_seeds(record)} (seed k's models scored replica k)")
     if record.consistency is not None:
         c = record.consistency
         out.print(f"consistency check ({c.model} telling test from training clips): AUC "
@@ -71,6 +73,14 @@ def print_record(record: Record) -> None:
         out.print(f"note: {cell(flag)}")
     if not record.ranked:
         out.print("this record is not ranked (see the notes above)")
+
+
+def _training_seeds(record: Record) -> str:
+    s = record.submission
+    shown = [(record.seeds[0], s.sha256, s.training_seed),
+             *((r.seed, r.sha256, r.training_seed) for r in s.replicas)]
+    return ", ".join(f"seed {seed}: {sha[:12]}" + (f" (trained with seed {t})" if t is not None
+                                                   else "") for seed, sha, t in shown)
 
 
 def evaluate(
@@ -100,6 +110,10 @@ def evaluate(
                                 "(0: for pa-synth one per core on CPU, up to 12 sharing a GPU; "
                                 "else 1)"),
     meta: Path | None = typer.Option(None, help="Submission sidecar JSON (default: NAME.json)"),
+    replica: list[Path] = typer.Option(
+        [], help="The submitted method trained with another seed, one file per evaluation seed "
+        "after the first (repeat the option): seed k's models score replica k, so the record "
+        "covers training variance. Learned baseline:NAMEs train theirs."),
     json_out: bool = typer.Option(False, "--json", help="Print the record as JSON (a JSON "
                                   "list of records when several are scored)"),
 ) -> None:
@@ -118,10 +132,16 @@ def evaluate(
         if meta is not None and len(submissions) > 1:
             raise PabenchError("--meta names the sidecar of one submission; give each file "
                                "its NAME.json instead")
+        if replica and len(submissions) > 1:
+            raise PabenchError("--replica names other seeds of one submission; evaluate "
+                               "submissions with replicas one at a time")
+        for path in replica:
+            if not path.exists():
+                raise fail(path, "file not found")
         configs = [c for submission in submissions
                    for c in expand(submission, protocol, benchmark=benchmark, preset=preset,
                                    data_dir=data_dir, device=device, seed=seed,
-                                   meta_path=meta, workers=workers,
+                                   meta_path=meta, workers=workers, replicas=tuple(replica),
                                    command=shlex.join(["pabench", *sys.argv[1:]]))]
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "

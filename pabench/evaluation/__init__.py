@@ -27,7 +27,8 @@ def evaluate(submission: str | Path | Submission, protocol: str | ProtocolSpec =
     `save_predictions` the per-video predictions too.
 
     `options` are `EvaluationConfig` fields: benchmark, preset ("auto": standard on a GPU,
-    tiny on CPU), data_dir, device, seed, meta_path, budgets, workers, command, test_seed."""
+    tiny on CPU), data_dir, device, seed, meta_path, budgets, workers, command, test_seed,
+    replicas."""
     config = EvaluationConfig(submission, protocol, **options).resolved()  # type: ignore[arg-type]
     if output_dir is not None:
         check_writable(Path(output_dir))  # fail before hours of training, not after

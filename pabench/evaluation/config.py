@@ -36,6 +36,9 @@ class EvaluationConfig:
     test_seed: a secret (at least 16 characters) pa-synth's test splits are rendered from, so
         a submission cannot know them in advance; default `PABENCH_TEST_SEED`, else the
         public seed. Records keep a commitment to it, never the secret.
+    replicas: the submitted method trained with other seeds, one file per evaluation seed
+        after the first, so the record covers training variance (learned `baseline:NAME`s
+        train theirs: one training seed per evaluation seed).
     """
 
     submission: str | Path | Submission
@@ -50,6 +53,7 @@ class EvaluationConfig:
     workers: int = 0
     command: str = ""
     test_seed: str | None = None
+    replicas: tuple[str | Path, ...] = ()
 
     @property
     def spec(self) -> ProtocolSpec:
@@ -76,9 +80,20 @@ class EvaluationConfig:
                 raise PabenchError("a private test seed renders pa-synth's test splits; real "
                                    "benchmarks have fixed test sets (unset PABENCH_TEST_SEED)")
             TestSeed(secret)  # checks its length before any work
+        if self.replicas:
+            seeds = 1 if self.seed is not None else len(spec.seeds)
+            if str(self.submission).startswith("baseline:"):
+                raise PabenchError("--replica is for submission files: a learned baseline "
+                                   "trains one replica per evaluation seed itself")
+            if len(self.replicas) != seeds - 1:
+                raise PabenchError(
+                    f"{len(self.replicas)} replica(s) given, but protocol '{spec.id}' scores "
+                    f"{seeds} seed(s): pass one replica per seed after the first "
+                    f"({seeds - 1})")
         return replace(self, preset=resolve_preset(self.preset, self.device), test_seed=secret,
                        data_dir=None if self.data_dir is None else Path(self.data_dir),
-                       meta_path=None if self.meta_path is None else Path(self.meta_path))
+                       meta_path=None if self.meta_path is None else Path(self.meta_path),
+                       replicas=tuple(Path(r) for r in self.replicas))
 
 
 # pa-synth on a GPU: launch-bound models, so processes sharing the device fill it. 12 = one

@@ -66,19 +66,23 @@ class FitJob:
 
 
 def jobs(run: Run, sub: Submission) -> list[FitJob]:
+    """Seed k's models train on the output of `sub.for_seed(k)`."""
     p = run.protocol
-    out = [FitJob(sub.sha256, sub.name, p.target, "action", seed) for seed in run.seeds]
-    return out + [FitJob(sub.sha256, sub.name, arch, "attributes", seed)
-                  for arch in p.attackers for seed in run.seeds]
+    seeds = [(seed, sub.for_seed(k).sha256) for k, seed in enumerate(run.seeds)]
+    out = [FitJob(sha, sub.name, p.target, "action", seed) for seed, sha in seeds]
+    return out + [FitJob(sha, sub.name, arch, "attributes", seed)
+                  for arch in p.attackers for seed, sha in seeds]
 
 
 def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: int) -> None:
     """Train every model of `subs` whose test predictions are not cached yet."""
     pending, seen = [], set()
     for sub in subs:
-        s = sides(run, sub)  # anonymizes (and caches) every split in this process
+        # anonymizes (and caches) every split in this process, for every replica
+        s = {r.sha256: sides(run, r) for r in (sub, *sub.replicas)}
         for job in jobs(run, sub):
-            fp = plan(run, job.model, job.target, *job.data(s), job.seed, job.stage)
+            fp = plan(run, job.model, job.target, *job.data(s[job.sha256]), job.seed,
+                      job.stage)
             if fp.pred_path not in seen and cached_prediction(fp) is None:
                 seen.add(fp.pred_path)
                 pending.append(job)

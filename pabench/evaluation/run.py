@@ -3,6 +3,7 @@ the submission and of the raw reference -> an in-memory record (storing is `stor
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ import torch
 
 import pabench
 from pabench.anonymizers import BuildContext, get_anonymizer
+from pabench.errors import PabenchError
 from pabench.evaluation.anonymize import anonymize
 from pabench.evaluation.config import EvaluationConfig, workers_and_threads
 from pabench.evaluation.consistency import consistency
@@ -28,6 +30,7 @@ from pabench.records import (
     ProtocolRef,
     Record,
     RecordMeta,
+    Replica,
     SubmissionInfo,
     ValidationSummary,
 )
@@ -35,19 +38,35 @@ from pabench.runtime import Progress, git_revision, hardware_info, init_distribu
 from pabench.submission import Submission, SubmissionMeta, from_module, load_submission, validate
 
 
-def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | None = None
-                       ) -> Submission:
-    """`baseline:NAME` builds an in-repo anonymizer; anything else is a submission file."""
+def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | None = None,
+                       seeds: int = 1, replicas: tuple[str | Path, ...] = ()) -> Submission:
+    """`baseline:NAME` builds an in-repo anonymizer, a learned one once per training seed (one
+    per evaluation seed, of `seeds`); anything else is a submission file, with `replicas`
+    (files of its other training seeds)."""
     text = str(spec)
-    if text.startswith("baseline:"):
-        name = text.split(":", 1)[1]
-        baseline = get_anonymizer(name)
-        # learned baselines declare what they trained on, so novel protocols can check it
-        meta = (SubmissionMeta(name=name, training_data=baseline.training_data)
-                if baseline.training_data is not None else None)
+    if not text.startswith("baseline:"):
+        sub = load_submission(Path(text), meta_path, device=ctx.device)
+        sub.replicas = tuple(dataclasses.replace(load_submission(Path(r), device=ctx.device),
+                                                 name=sub.name, meta=sub.meta)
+                             for r in replicas)
+        return sub
+    name = text.split(":", 1)[1]
+    baseline = get_anonymizer(name)
+    # learned baselines declare what they trained on, so novel protocols can check it
+    meta = (SubmissionMeta(name=name, training_data=baseline.training_data)
+            if baseline.training_data is not None else None)
+
+    def build(k: int) -> Submission:
         # on the evaluation's device: a segmenter's weights would stay on the CPU otherwise
-        return from_module(name, baseline.build(ctx).to(ctx.device), meta)
-    return load_submission(Path(text), meta_path, device=ctx.device)
+        module = baseline.build(dataclasses.replace(ctx, replica=k)).to(ctx.device)
+        sub = from_module(name, module, meta)
+        sub.training_seed = baseline.training_seed(k) if baseline.training_seed else None
+        return sub
+
+    sub = build(0)
+    if baseline.training_seed is not None:
+        sub.replicas = tuple(build(k) for k in range(1, seeds))
+    return sub
 
 
 def benchmark_clips(run: Run, n: int = 2) -> torch.Tensor:
@@ -113,9 +132,18 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
                        cache_dir=pabench_home() / "models")
     t0 = time.perf_counter()
     sub = (config.submission if isinstance(config.submission, Submission)
-           else resolve_submission(config.submission, ctx, config.meta_path))
+           else resolve_submission(config.submission, ctx, config.meta_path, len(run.seeds),
+                                   config.replicas))
+    if sub.replicas and len(sub.replicas) != len(run.seeds) - 1:
+        raise PabenchError(f"submission {sub.name}: {len(sub.replicas)} replica(s) for "
+                           f"{len(run.seeds)} evaluation seed(s); one per seed after the first")
+    every = [sub, *sub.replicas]
+    # each replica is an anonymizer of its own: all must pass; the record keeps the first's
     report = validate(sub, frames=run.frames, size=run.size, budgets=config.budgets,
                       device=device, clips=benchmark_clips(run))
+    for replica in sub.replicas:
+        validate(replica, frames=run.frames, size=run.size, budgets=config.budgets,
+                 device=device, clips=benchmark_clips(run))
     run.tick("validate", t0)
     eligibility = check_eligible(run, sub)
     is_raw = sub.name == "identity" and sub.format == "baseline"
@@ -148,9 +176,10 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     check = None
     if spec.consistency_check:
         t0 = time.perf_counter()
-        p_train = load(run, spec.privacy_train)
-        check = consistency(run, sub.name, anonymize(run, sub, p_train),
-                            anonymize(run, sub, load(run, spec.privacy_test)))
+        p_train, p_test = load(run, spec.privacy_train), load(run, spec.privacy_test)
+        check = max((consistency(run, r.name, anonymize(run, r, p_train),
+                                 anonymize(run, r, p_test)) for r in every),
+                    key=lambda c: c.auc)  # the replica most apart from the others
         run.tick("consistency", t0)
         if not check.passed:
             flags.append(f"consistency check failed: a {check.model} tells anonymized test "
@@ -177,6 +206,9 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
             validation=ValidationSummary(seconds_per_clip=report.seconds_per_clip,
                                          peak_memory_mb=report.peak_memory_mb,
                                          checks=list(report.checks)),
+            training_seed=sub.training_seed,
+            replicas=[Replica(seed=run.seeds[k], sha256=r.sha256, training_seed=r.training_seed)
+                      for k, r in enumerate(sub.replicas, 1)],
         ),
         metrics=metrics, attackers=attackers, raw=raw_metrics, raw_attackers=raw_attackers,
         seeds=list(run.seeds), hardware=hardware_info(device, threads, workers),

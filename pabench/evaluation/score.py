@@ -53,16 +53,17 @@ def curves(traces: list[Trace]) -> list[Curve]:
 
 
 def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Predictions]:
-    """Train and test the target and every attacker (every seed) on `sub`'s anonymized data.
-    Privacy is scored on the attributes with both classes in the full test set, fixed for every
-    bootstrap draw; the CIs resample test videos and seeds together, with the max over
-    attackers taken inside each draw."""
-    s = sides(run, sub)
+    """Train and test the target and every attacker (every seed) on `sub`'s anonymized data
+    (seed k on its k-th replica's, where it has replicas). Privacy is scored on the attributes
+    with both classes in the full test set, fixed for every bootstrap draw; the CIs resample
+    test videos and seeds together, with the max over attackers taken inside each draw."""
+    by_seed = [sides(run, sub.for_seed(k)) for k in range(len(run.seeds))]
+    s = by_seed[0]
     labels = _action_labels(run, s)
     clip_preds, target_curves = [], []
-    for seed in run.seeds:
-        pred, traces = fit_predict(run, run.protocol.target, "action", s.action_train,
-                                   s.action_test, seed,
+    for seed, sk in zip(run.seeds, by_seed, strict=True):
+        pred, traces = fit_predict(run, run.protocol.target, "action", sk.action_train,
+                                   sk.action_test, seed,
                                    f"{sub.name}: target {run.protocol.target} (seed {seed})")
         clip_preds.append(pred if pred.ndim == 3 else pred[:, None])
         target_curves += curves(traces)
@@ -75,14 +76,14 @@ def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Pre
     if not fixed:
         raise PabenchError(f"{run.protocol.privacy_test}: no attribute has both classes among "
                            "the test videos, so privacy cannot be scored")
-    attackers, attacker_preds = _attack(run, sub, s, keep)
+    attackers, attacker_preds = _attack(run, sub.name, by_seed, keep)
     y_fixed = y_priv[:, keep]
     action_names = list(s.action_test.action_classes)
     worst = max(attackers, key=lambda a: a.cmap)
     worst_f1 = max(attackers, key=lambda a: a.f1)
     per_seed = [action_score(pr, labels, action_names) for pr in action_preds]
     action_ci, cmap_ci, f1_ci = _joint_ci(action_preds, labels, action_names, attacker_preds,
-                                          y_fixed)
+                                          y_fixed, paired=bool(sub.replicas))
     clip = float(np.mean([_clip_action(pr, labels, action_names) for pr in clip_preds]))
     metrics = Metrics(
         action=float(np.mean(per_seed)), action_ci=action_ci, action_clip=clip,
@@ -97,7 +98,8 @@ def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Pre
         worst_attacker=worst.arch, base_cmap=base_rate_cmap(y_fixed),
         attributes=fixed, excluded_attributes=[a for a in names if a not in fixed],
         target_epochs=max(c.epochs for c in target_curves if c.chosen),
-        target_curves=target_curves, ci_method="videos+seeds, max inside",
+        target_curves=target_curves,
+        ci_method="videos+replicas, max inside" if sub.replicas else "videos+seeds, max inside",
     )
     kept = Predictions(tuple(run.seeds), run.protocol.target, s.action_test, action_names,
                        action_preds, s.privacy_test, fixed, attacker_preds)
@@ -136,21 +138,24 @@ class Predictions:
 
 
 def _joint_ci(action_preds: list[np.ndarray], labels: np.ndarray, action_names: list[str],
-              attacker_preds: dict[str, list[np.ndarray]], y_fixed: np.ndarray
+              attacker_preds: dict[str, list[np.ndarray]], y_fixed: np.ndarray,
+              paired: bool = False
               ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
     """One bootstrap for all three intervals: each draw resamples both test sets' videos and,
-    per model, its seeds; privacy is the worst attacker *of that draw*."""
+    per model, its seeds; privacy is the worst attacker *of that draw*. `paired`: seed k of
+    every model saw replica k's output, so a draw resamples replicas, one pick for all models
+    (the max over attackers then compares attackers of the same anonymizers)."""
     rng = np.random.default_rng(0)
     n_a, n_p = len(labels), len(y_fixed)
     draws = np.full((BOOTSTRAP_RESAMPLES, 3), np.nan)
     for b in range(BOOTSTRAP_RESAMPLES):
         ia, ip = rng.integers(0, n_a, n_a), rng.integers(0, n_p, n_p)
-        ks = rng.integers(0, len(action_preds), len(action_preds))
+        ks = shared = rng.integers(0, len(action_preds), len(action_preds))
         draws[b, 0] = np.mean([action_score(action_preds[k][ia], labels[ia], action_names)
                                for k in ks])
         worst = np.full(2, -np.inf)
         for preds in attacker_preds.values():
-            ks = rng.integers(0, len(preds), len(preds))
+            ks = shared if paired else rng.integers(0, len(preds), len(preds))
             per = {k: cmap_fixed(preds[k][ip], y_fixed[ip]) for k in set(ks.tolist())}
             worst = np.maximum(worst, np.mean([per[k] for k in ks], axis=0))
         draws[b, 1:] = worst
@@ -177,10 +182,11 @@ def _clip_action(pr: np.ndarray, labels: np.ndarray, names: list[str]) -> float:
     return action_score(pr.reshape(-1, pr.shape[-1]), np.repeat(labels, k, axis=0), names)
 
 
-def _attack(run: Run, sub: Submission, s: Sides, keep: np.ndarray
+def _attack(run: Run, name: str, by_seed: list[Sides], keep: np.ndarray
             ) -> tuple[list[AttackerResult], dict[str, list[np.ndarray]]]:
-    """Every attacker architecture, per seed, mapped to the test attributes and restricted to
-    the scored ones (`keep`)."""
+    """Every attacker architecture, per seed (on that seed's sides), mapped to the test
+    attributes and restricted to the scored ones (`keep`)."""
+    s = by_seed[0]
     to_test = align_attributes(s.attack_train, s.privacy_test)
     names = [a for a, k in zip(s.privacy_test.attribute_names, keep, strict=True) if k]
     y_priv = s.privacy_test.attributes
@@ -189,10 +195,10 @@ def _attack(run: Run, sub: Submission, s: Sides, keep: np.ndarray
     results, all_preds = [], {}
     for arch in run.protocol.attackers:
         preds, arch_curves = [], []
-        for seed in run.seeds:
-            pred, traces = fit_predict(run, arch, "attributes", s.attack_train,
-                                       s.privacy_test, seed,
-                                       f"{sub.name}: attacker {arch} (seed {seed})")
+        for seed, sk in zip(run.seeds, by_seed, strict=True):
+            pred, traces = fit_predict(run, arch, "attributes", sk.attack_train,
+                                       sk.privacy_test, seed,
+                                       f"{name}: attacker {arch} (seed {seed})")
             preds.append(to_test(pred if pred.ndim == 2 else video_scores(pred))[:, keep])
             arch_curves += curves(traces)
         scores = [privacy_scores(pr, y, names) for pr in preds]

@@ -55,3 +55,12 @@ class Submission:
     module: Callable[[torch.Tensor], torch.Tensor]
     meta: SubmissionMeta
     input_spec: InputSpec | None = field(default=None)  # torch.export only
+    training_seed: int | None = None  # where pabench trained it (a learned baseline)
+    replicas: tuple[Submission, ...] = ()
+    """The same method trained with other seeds (a learned anonymizer's row is otherwise one
+    training seed's draw): the evaluation's k-th seed (k >= 1) trains and tests its models on
+    `replicas[k - 1]`'s output, so f_A's training variance enters the score and its CI."""
+
+    def for_seed(self, k: int) -> Submission:
+        """The anonymizer behind the evaluation's k-th seed (counting from 0)."""
+        return self if k == 0 or not self.replicas else self.replicas[k - 1]
