@@ -33,6 +33,7 @@ from pabench.records import (
     Curve,
     Metrics,
     Record,
+    Replica,
     write_record,
 )
 
@@ -193,6 +194,9 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
             auc_ci=(90.0, 95.0) if memorizer else (47.0, 55.0), threshold=60.0,
             passed=not memorizer),
         ranked=not (memorizer or diagnostic),
+        submission=rec.submission.model_copy(update=dict(
+            training_seed=4, replicas=[Replica(seed=k, sha256=f"{k}" * 64, training_seed=4 + k)
+                                       for k in (1, 2)])) if name == "unet" else rec.submission,
         flags=flags + ([MEMORIZER_FLAG] if memorizer else [])
         + (["diagnostic protocol"] if diagnostic else []),
     ))
@@ -389,6 +393,20 @@ def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
     assert "passed" in checks and "51.0" in checks and rec.flags[0] in checks
     assert "Privacy vs chance" in page and "base rate 30.0" in page
     assert f"{rec.metrics.privacy_norm:.2f}" in page and "privacy rank 1–2" in page
+
+
+def test_training_seeds_are_shown(results: Path, site: Path) -> None:
+    """A method scored over several training seeds says so in its row and lists them; a
+    trained method scored once is marked as one training seed's draw."""
+    entries = {e.name: e for e in _tables(results)[("known", 2)].entries}
+    page = (site / "entries" / f"{entries['unet'].id}.html").read_text()
+    assert "3 training seeds" in page and "1 training seed<" not in page
+    assert "seed 2 <code class=\"hash\">" + "2" * 16 + "</code> (trained with seed 6)" in page
+    index = (site / "index.html").read_text()
+    row = _section(index, 'data-name="unet"', "</tr>")
+    assert "3 training seeds" in row
+    other = _section(index, 'data-name="downsample-4x"', "</tr>")
+    assert "1 training seed<" in other and "training seeds" not in other
 
 
 def test_v1_schema_record_still_renders(tmp_path: Path) -> None:

@@ -96,6 +96,30 @@ def test_micro_recipe_trains_exports_both_formats_and_validates(tmp_path, method
             torch.testing.assert_close(sub.module(x), trained(x), rtol=1e-4, atol=1e-5)
 
 
+def test_train_baseline_seed_trains_another_replica(tmp_path, monkeypatch):
+    """`--seed` replaces the recipe's seed: another cache entry and file, the seed recorded."""
+    trained = []
+
+    def fake(spec, *a, **k):
+        trained.append(spec.seed)
+        return TrainResult(AnonymizerUNet(spec.width).eval(), {"identity": {"steps": 1.0}})
+
+    monkeypatch.setattr(learned_baselines, "train_anonymizer", fake)
+    recipe = _micro(tmp_path, "spact")
+    names = []
+    for seed in (None, 3):
+        out = tmp_path / f"s{seed}.pt2"
+        res = runner.invoke(app, ["train-baseline", "spact", "--recipe", str(recipe), "--out",
+                                  str(out), *(["--seed", str(seed)] if seed else [])])
+        assert res.exit_code == 0, res.output
+        meta = json.loads(out.with_suffix(".json").read_text())
+        assert meta["training_recipe"]["seed"] == (seed or 0)
+        names.append(meta["name"])
+    assert trained == [0, 3] and names[0] != names[1]
+    res = runner.invoke(app, ["train-baseline", "spact", "--seed", "-1"])
+    assert res.exit_code == 2
+
+
 def test_corrupt_cache_is_trained_over(tmp_path, monkeypatch):
     recipe = SPActRecipe(width=4)
     path = cache_path("spact", "tiny", recipe, tmp_path)

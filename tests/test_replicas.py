@@ -105,3 +105,25 @@ def test_replicas_are_part_of_what_a_record_replaces(tmp_path):
         write_record(pooled, target)
     assert write_record(pooled, target, replace=True)
     assert read_record(target).submission.replicas[0].training_seed == 1
+
+
+def test_cli_refuses_bad_replicas_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from pabench.cli import app
+    from pabench.cli.usage import exit_status
+
+    a, b = tmp_path / "a.pt2", tmp_path / "b.pt2"
+    a.write_bytes(b"x")
+    b.write_bytes(b"x")
+    cases = {
+        ("--replica", str(tmp_path / "gone.pt2")): "gone.pt2: file not found",
+        (str(b), "--replica", str(b)): "one at a time",
+        ("--replica", str(b)): "1 replica(s) given, but protocol 'known' scores 3 seed(s)",
+        ("--replica", str(b), "--replica", str(b), "--seed", "0"): "scores 1 seed(s)",
+    }
+    for extra, needle in cases.items():  # `main` prints these as one `error:` line, exit 2
+        res = CliRunner().invoke(app, ["evaluate", str(a), *extra, "--protocol", "known"])
+        assert isinstance(res.exception, PabenchError), res.output
+        assert exit_status(res.exception) == 2
+        assert needle in str(res.exception) and "\n" not in str(res.exception)

@@ -149,7 +149,8 @@ def default_out(method: str, data: str, recipe: AnyRecipe) -> Path:
 def train_and_export(method: str, out: Path | None = None, *, preset: str = "auto",
                      data_dir: Path | None = None, action_data: str = "ucf101",
                      privacy_data: str = "vispr1", device: str = "cpu",
-                     recipe: Path | None = None, fmt: str = "torch.export",
+                     recipe: Path | None = None, seed: int | None = None,
+                     fmt: str = "torch.export",
                      progress: Progress | None = None, log: Log | None = None,
                      echo: Callable[[str], None] | None = None, eval_every: int = 25,
                      resume: bool = False, held_out_attack: bool = False
@@ -161,14 +162,17 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
     gets each curve row as a line). The sidecar's name is METHOD-RECIPEHASH: a file may not
     take a baseline's own name. With `held_out_attack` (pa-synth), a fresh attacker then
     measures the export's held-out privacy, written as OUT.held-out-attack.json (see
-    `pabench.training.held_out`). Every argument is checked before training. Under torchrun all
-    ranks train; rank 0 reports, writes and returns, the others return None."""
+    `pabench.training.held_out`). `seed` replaces the recipe's seed. Every argument is
+    checked before training. Under torchrun all ranks train; rank 0 reports, writes and
+    returns, the others return None."""
     real = data_dir is not None
     if held_out_attack and real:
         raise PabenchError("--held-out-attack renders pa-synth's held-out clips; it does not "
                            "measure a --benchmark real training")
     spec = (load_recipe(recipe, method, real) if recipe is not None
             else default_recipe(method, real))
+    if seed is not None:
+        spec = spec.model_copy(update={"seed": seed})
     fmt = check_format(fmt)
     if data_dir is None:  # pa-synth
         source = synth_source(resolve_preset(preset, check_device(device)))

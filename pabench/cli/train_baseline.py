@@ -35,6 +35,11 @@ def train_baseline(
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
     recipe: Annotated[Path | None, typer.Option(help="Recipe JSON (default: the leaderboard "
                                                      "recipe, baselines/NAME.json)")] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, help="Train with this seed instead of the recipe's (clips, weights, batches): "
+                    "another training seed of the method, e.g. for `pabench evaluate FILE "
+                    "--replica`; `baseline:NAME` evaluations train seeds 0, 1, 2 themselves")
+                    ] = None,
     path: Annotated[Path | None, typer.Option(
         "--out", help="Submission file to write (sidecar: same name, .json; curves: "
                       ".curves.csv and .curves.png); default: "
@@ -68,6 +73,7 @@ def train_baseline(
         check_format(fmt)
     with progress_bar() as bar:
         done = train_and_export(name, path, preset=preset, device=device, recipe=recipe,
+                                seed=seed,
                                 data_dir=(data_dir or pabench_home() / "datasets") if real
                                 else None, action_data=action_data, privacy_data=privacy_data,
                                 fmt=fmt, progress=bar, log=_print_stage,
