@@ -13,6 +13,7 @@ from torch import nn
 from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext, Identity
 from pabench.errors import PabenchError
 from pabench.evaluation import EvaluationConfig, evaluate
+from pabench.evaluation.config import usable_cores
 from pabench.evaluation.run import resolve_submission
 from pabench.protocols import PROTOCOLS, Schedule
 from pabench.records import Replica, read_record, write_record
@@ -37,14 +38,21 @@ class Black(nn.Module):
 
 def test_each_seed_scores_its_own_replica(synth_tiny, tmp_path):
     """Seed 0 of the pooled record is the copy's own seed-0 run and seed 1 the black
-    replica's own seed-1 run, number for number (the single-seed runs reuse the pooled run's
-    cached models, so they cost nothing)."""
+    replica's own seed-1 run, number for number. The pooled run trains side by side; the
+    single-seed runs, sequential at the workers' thread count, reuse its cached models."""
     copy = export_submission(Copy(), tmp_path / "copy.pt2", frames=8, size=32)
     black = export_submission(Black(), tmp_path / "dark.pt2", frames=8, size=32)
-    kw = dict(preset="tiny", data_dir=synth_tiny, workers=1)
-    rec = evaluate(copy, TWO_SEEDS, replicas=(black,), output_dir=tmp_path / "out", **kw)
-    alone0 = evaluate(copy, TWO_SEEDS, seed=0, **kw)
-    alone1 = evaluate(black, TWO_SEEDS, seed=1, **kw)
+    kw = dict(preset="tiny", data_dir=synth_tiny)
+    rec = evaluate(copy, TWO_SEEDS, replicas=(black,), output_dir=tmp_path / "out", workers=2,
+                   **kw)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(max(1, usable_cores() // 2))
+    try:
+        alone0 = evaluate(copy, TWO_SEEDS, seed=0, workers=1, **kw)
+        alone1 = evaluate(black, TWO_SEEDS, seed=1, workers=1, **kw)
+    finally:
+        torch.set_num_threads(threads)
+    assert "compute_train" not in alone0.timings and "compute_train" not in alone1.timings
     assert rec.metrics.action_per_seed == [alone0.metrics.action, alone1.metrics.action]
     assert rec.attackers[0].cmap_per_seed == [alone0.attackers[0].cmap,
                                               alone1.attackers[0].cmap]
