@@ -102,7 +102,7 @@ def test_a_learned_baseline_builds_one_training_seed_per_evaluation_seed(monkeyp
 def test_replicas_are_part_of_what_a_record_replaces(tmp_path):
     """Same name and seed-0 anonymizer but other replicas is another submission: replacing
     its record needs --replace."""
-    path = next(p for p in sorted(COMMITTED.glob("*__vita.json"))
+    path = next(p for p in sorted(COMMITTED.glob("*.json"))
                 if json.loads(p.read_text())["schema_version"] == 3)
     record = read_record(path)
     target = tmp_path / path.name
