@@ -105,6 +105,7 @@ def test_train_baseline_seed_trains_another_replica(tmp_path, monkeypatch):
         return TrainResult(AnonymizerUNet(spec.width).eval(), {"identity": {"steps": 1.0}})
 
     monkeypatch.setattr(learned_baselines, "train_anonymizer", fake)
+    monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))  # no cache of other tests
     recipe = _micro(tmp_path, "spact")
     names = []
     for seed in (None, 3):
