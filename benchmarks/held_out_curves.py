@@ -23,7 +23,11 @@ def main() -> None:
     a = ap.parse_args()
     print(f"{'curves':60s} {'rows':>4s} {a.column + ' mean':>14s} {'min val_top1':>12s}")
     for path in a.curves:
-        rows = pd.read_csv(path)
+        try:
+            rows = pd.read_csv(path)
+        except pd.errors.EmptyDataError:
+            print(f"{path}: no rows yet (is its run still at the identity stage?)")
+            continue
         half = rows[rows["step"] > rows["step"].max() / 2]
         print(f"{path:60s} {len(half):4d} {half[a.column].mean():14.1f} "
               f"{half['val_top1'].min():12.1f}")

@@ -121,6 +121,35 @@ def test_train_baseline_seed_trains_another_replica(tmp_path, monkeypatch):
     assert res.exit_code == 2
 
 
+def test_a_model_trained_by_evaluate_exports_its_curves(tmp_path, monkeypatch):
+    """`pabench evaluate baseline:NAME` trains f_A with no export to write: its curves go into
+    the cache, so a later `train-baseline` export of the same recipe has them. A cache made
+    before that writes no empty log and says so."""
+    monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
+    recipe = _micro(tmp_path, "spact")
+    spec = load_recipe(recipe, "spact")
+    load_or_train("spact", "tiny", recipe=spec, eval_every=1)  # as an evaluation trains it
+    cache = cache_path("spact", "tiny", spec)
+    assert _curve_steps(cache.with_suffix(".curves.csv")) == ["0", "1", "2"]
+    out = tmp_path / "late.pt2"
+    res = runner.invoke(app, ["train-baseline", "spact", "--recipe", str(recipe), "--out",
+                              str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "reused" in res.output, res.output
+    assert _curve_steps(out.with_suffix(".curves.csv")) == ["0", "1", "2"]
+    payload = torch.load(cache, weights_only=True)
+    torch.save({**payload, "curves": []}, cache)  # as older pabench cached it
+    old = tmp_path / "old.pt2"
+    res = runner.invoke(app, ["train-baseline", "spact", "--recipe", str(recipe), "--out",
+                              str(old)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0 and "no curves:" in res.output, res.output
+    assert old.is_file() and not old.with_suffix(".curves.csv").exists()
+
+
+def _curve_steps(path: Path) -> list[str]:
+    """The `step` column of a curves CSV."""
+    return [r.split(",")[0] for r in path.read_text().splitlines()[1:]]
+
+
 def test_corrupt_cache_is_trained_over(tmp_path, monkeypatch):
     recipe = SPActRecipe(width=4)
     path = cache_path("spact", "tiny", recipe, tmp_path)

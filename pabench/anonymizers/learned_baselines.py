@@ -103,6 +103,9 @@ def load_or_train(method: str, source: TrainingSource | str, *,
     spec = recipe if recipe is not None else default_recipe(method)
     path = cache_path(method, source.key, spec, cache_dir)
     checkpoint = path.with_suffix(".ckpt")
+    if curves is None and is_rank0():  # e.g. `pabench evaluate baseline:NAME`: curves kept in
+        # the cache for a later `train-baseline` export; they do not move the weights
+        curves = Curves(path.with_suffix(".curves.csv"), path.with_suffix(".curves.png"))
 
     def restore(payload: Any) -> TrainResult:
         net = AnonymizerUNet(spec.width)
@@ -134,7 +137,7 @@ class TrainedExport:
     fmt: str
     path: Path
     sidecar: Path
-    curves: tuple[Path, Path]  # CSV log and PNG plot
+    curves: tuple[Path, Path] | None  # CSV log and PNG plot; None: a cache made without them
     cache: Path
     result: TrainResult  # `cached` tells whether it was trained now
     attack: tuple[HeldOutAttack, Path] | None = None  # with `held_out_attack`: its result file
@@ -199,9 +202,11 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
                                 progress=progress if rank0 else None) if held_out_attack else None
     if curves is None:
         return None
-    if result.cached:  # the curves of the run that made the cache
+    if result.cached and result.curves:  # the curves of the run that made the cache
         curves.restore(result.curves)
         curves.write()
+    elif result.cached:  # cached before every training kept its curves: write no empty log
+        curve_files = None
     written = export_submission(result.net, out, frames=source.frames, size=source.size,
                                 fmt=fmt)
     name = f"{method}-{recipe_digest(spec)}"

@@ -85,9 +85,12 @@ def train_baseline(
         err.print(cell(f"reused {done.cache}; its training losses:"))
         for stage, losses in done.result.losses.items():
             _print_stage(stage, losses)
+    files = [done.sidecar.name, *(f.name for f in done.curves or ())]
     out.print(cell(f"exported {done.name} ({done.preset}, {done.fmt}) -> {done.path} "
-                   f"(+ {done.sidecar.name}, {done.curves[0].name}, {done.curves[1].name})"),
-              soft_wrap=True)
+                   f"(+ {', '.join(files)})"), soft_wrap=True)
+    if done.curves is None:
+        err.print(cell(f"no curves: {done.cache} was trained by an older pabench that kept "
+                       "none; delete it to train again with curves"))
     if done.attack is not None:
         attack, where = done.attack
         out.print(cell(f"held-out attacker {attack.model}: cMAP {attack.cmap:.1f} on "
