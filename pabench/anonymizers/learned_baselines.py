@@ -98,7 +98,8 @@ def load_or_train(method: str, source: TrainingSource | str, *,
     `TrainingSource`), from the cache or trained now (the default recipe unless one is given).
     Under torchrun every rank trains its share (DDP) and rank 0 writes the cache. Training
     checkpoints next to the cache file (`.ckpt`, removed once the cache is written); `resume`
-    continues from it."""
+    continues from it. Without `curves`, rank 0 still measures them (next to the cache file,
+    and in it), so that a later export of a model an evaluation trained has its curves."""
     source = synth_source(source) if isinstance(source, str) else source
     spec = recipe if recipe is not None else default_recipe(method)
     path = cache_path(method, source.key, spec, cache_dir)
