@@ -368,3 +368,35 @@ def test_torchrun_two_ranks_train_identical_anonymizers(tmp_path):
     for method in EXPORTED:
         assert ranks[0][method] == ranks[1][method]  # same steps, same weights on both ranks
         assert ranks[0][method]["steps"]["minimax"] == MICRO[method]["steps"]
+
+
+def test_kbeam_ascent_steps_ascend_against_the_beam_picked_first(monkeypatch):
+    """Algorithm 2's d_iter: each iteration f_A takes `ascent_steps` adversarial updates,
+    all against the beam of lowest loss on the first batch, then the joint update."""
+    recipe = RECIPES["vita-kbeam"](**{**MICRO["vita-kbeam"], "steps": 2, "ascent_steps": 3,
+                                     "budget_models": ["tiny-vgg2d", "tiny-dws2d"],
+                                     "restart_every": 100})
+    run = _Run(recipe, synth_source("tiny"), "cpu", None)
+    run.pretrain()
+    side = run.privacy
+    used: list[int] = []
+    picked: list[int] = []
+    logits, term = side._logits, side._privacy_term  # type: ignore[attr-defined]
+
+    def spy_logits(model, *args):
+        used.append(next(i for i, m in enumerate(side.attackers) if m is model))  # type: ignore[attr-defined]
+        return logits(model, *args)
+
+    def spy_term(*args):
+        out = term(*args)
+        picked.append(out[2])
+        return out
+
+    monkeypatch.setattr(side, "_logits", spy_logits)
+    monkeypatch.setattr(side, "_privacy_term", spy_term)
+    run.iterate()
+    # per iteration: both beams score the batch, two more steps on the picked one, then
+    # every beam's supervised step
+    assert used == [u for j in picked for u in (0, 1, j, j, 0, 1)]
+    steps = {int(s["step"]) for s in run.nets.opt_a.state.values()}
+    assert steps == {2 * (3 + 1)}  # three adversarial and one joint update per iteration

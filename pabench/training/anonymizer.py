@@ -161,6 +161,9 @@ class VitaKBeamRecipe(VitaRecipe):
     budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS * 2, min_length=1,
                                            description="one frame model per beam (K entries)")
     gamma: float = Field(0.5, gt=0, description="weight of L_B in f_A's ascent step")
+    ascent_steps: int = Field(1, ge=1, description="d_iter of the paper's Algorithm 2: f_A "
+                              "ascent steps per iteration against the beam picked at its "
+                              "first, each on a fresh privacy batch")
 
 
 class MPPARRecipe(VitaRecipe):
@@ -678,33 +681,44 @@ class _Vita(_Privacy):
         return [stage]
 
     def _privacy_term(self, a: torch.Tensor, yb: torch.Tensor,
-                      picks: torch.Tensor | None = None) -> tuple[torch.Tensor, str]:
+                      picks: torch.Tensor | None = None) -> tuple[torch.Tensor, str, int]:
         """Against the strongest attacker: Entropy, its negative entropy (the most confident
         one); GRL and K-Beam, minus its BCE (the one of lowest loss). MPPAR: minus the mean
-        BCE of all attackers."""
+        BCE of all attackers (index -1). Returns the term, its log name and that attacker."""
         logits = [self._logits(m, a, picks) for m in self.attackers]
         if self.r.method == "vita":
             neg_h = torch.stack([-binary_entropy(z) for z in logits])
             worst = int(np.argmax([_mean_across_ranks(v) for v in neg_h]))
-            return neg_h[worst], "fa_neg_entropy"
+            return neg_h[worst], "fa_neg_entropy", worst
         bce = torch.stack([F.binary_cross_entropy_with_logits(z, yb) for z in logits])
         if self.r.method == "mppar":  # L's privacy part: all of f_train^P
-            return -bce.mean(), "fa_neg_bce"
+            return -bce.mean(), "fa_neg_bce", -1
         best = int(np.argmin([_mean_across_ranks(v) for v in bce]))
-        return -bce[best], "fa_neg_bce"
+        return -bce[best], "fa_neg_bce", best
+
+    def _ascend(self, beam: int) -> None:
+        """K-Beam's further d_iter - 1 ascent steps of f_A (Eq. 6b-B) against beam `beam`,
+        chosen once per iteration (Eq. 6b-A), each on a fresh privacy batch."""
+        r, nets = self.r, self.nets
+        assert isinstance(r, VitaKBeamRecipe)
+        for _ in range(r.ascent_steps - 1):
+            xp, yb = self.batches.private()
+            bce = F.binary_cross_entropy_with_logits(
+                self._logits(self.attackers[beam], nets.fa_ddp(xp)), yb)
+            _update(nets.opt_a, -r.gamma * bce)
 
     def iteration(self, it: int) -> dict[str, torch.Tensor]:
-        """The f_A step on its privacy term (plus L_T, except for K-Beam whose utility comes
-        from the joint step) with f_T and the attackers frozen, one joint f_A + f_T step on
-        L_T, one supervised step of every attacker; the attackers restart every
-        `restart_every` iterations."""
+        """The f_A step on its privacy term (plus L_T, except for K-Beam, which takes
+        `ascent_steps` of them and whose utility comes from the joint step) with f_T and the
+        attackers frozen, one joint f_A + f_T step on L_T, one supervised step of every
+        attacker; the attackers restart every `restart_every` iterations."""
         r, nets = self.r, self.nets
         if it > 0 and it % r.restart_every == 0:
             self._train(it // r.restart_every, self.restart)
         x, y, xp, yb = self.batches.both()
         with _frozen(nets.ft, *self.attackers):
             a, ap = _anonymize_both(nets.fa_ddp, x, xp)
-            term, name = self._privacy_term(ap, yb)
+            term, name, beam = self._privacy_term(ap, yb)
             logged = {name: term}
             if r.method == "vita-kbeam":
                 loss = r.gamma * term
@@ -713,6 +727,8 @@ class _Vita(_Privacy):
                 loss = lt + r.gamma * term
                 logged = {"fa_utility": lt, **logged}
             _update(nets.opt_a, loss)
+            if r.method == "vita-kbeam":
+                self._ascend(beam)
         x, y = self.batches.action()
         logits = nets.ft_ddp(nets.fa_ddp(x))
         lt_joint = F.cross_entropy(logits, y)
