@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from pabench.evaluation.config import EvaluationConfig, usable_cores, workers_and_threads
-from pabench.models import build_model
+from pabench.models import _temporal_shift, build_model
 from pabench.protocols import Schedule
 from pabench.training import (
     FitSpec,
@@ -134,3 +134,20 @@ def test_loader_workers_read_ahead_without_moving_a_number(kind: str):
     assert np.array_equal(predict(alone, spec, videos, clips=2, batch_size=5, index=rows),
                           predict(alone, replace(spec, loader_workers=2), videos, clips=2,
                                   batch_size=5, index=rows))
+
+
+def test_temporal_shift_moves_an_eighth_of_the_channels_each_way():
+    v = torch.arange(2 * 3 * 16, dtype=torch.float32).view(2, 3, 16)  # clips, frames, channels
+    out = _temporal_shift(v.reshape(6, 16, 1, 1), 3).view(2, 3, 16)
+    assert torch.equal(out[:, 1:, :2], v[:, :-1, :2]) and not out[:, 0, :2].any()
+    assert torch.equal(out[:, :-1, 2:4], v[:, 1:, 2:4]) and not out[:, -1, 2:4].any()
+    assert torch.equal(out[:, :, 4:], v[:, :, 4:])
+
+
+@pytest.mark.parametrize(("name", "shape"), [("tiny-tsm", (2, 3, 4, 32, 32)),
+                                             ("tiny-convvit2d", (2, 3, 32, 32)),
+                                             ("tiny-convvit2d", (2, 3, 64, 64))])
+def test_candidate_attackers_run_in_the_training_layout(name, shape):
+    net = prepare(build_model(name, 3, shape[-1]), "cpu")
+    fmt = torch.channels_last_3d if len(shape) == 5 else torch.channels_last
+    assert net(torch.rand(shape).contiguous(memory_format=fmt)).shape == (2, 3)

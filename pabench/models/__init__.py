@@ -159,6 +159,38 @@ class TinySlow3D(nn.Module):
         return self.head(self.temporal(f))
 
 
+def _temporal_shift(f: torch.Tensor, frames: int) -> torch.Tensor:
+    """TSM's shift (Lin et al., ICCV 2019) on per-frame features [B*T, C, H, W]: an eighth of
+    the channels comes from the previous frame, an eighth from the next (zero at the ends)."""
+    bt, c, h, w = f.shape
+    v, k = f.view(bt // frames, frames, c, h, w), c // 8
+    out = torch.zeros_like(v)
+    out[:, 1:, :k] = v[:, :-1, :k]
+    out[:, :-1, k:2 * k] = v[:, 1:, k:2 * k]
+    out[:, :, 2 * k:] = v[:, :, 2 * k:]
+    return out.view(bt, c, h, w)
+
+
+class TinyTSM(nn.Module):
+    """A 2D conv stack on every frame with a temporal shift before each block after the first:
+    a video attacker at frame-model cost that mixes neighbouring frames without 3D kernels
+    and without early downsampling (TSM's idea at pa-synth scale)."""
+
+    def __init__(self, num_classes: int, width: int = 32) -> None:
+        super().__init__()
+        w = width
+        self.blocks = nn.ModuleList([_block2d(3, w, 1), _block2d(w, 2 * w, 2),
+                                     _block2d(2 * w, 4 * w, 2), _block2d(4 * w, 4 * w, 2)])
+        self.head = nn.Linear(4 * w, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, c, t, h, w = x.shape
+        f = x.transpose(1, 2).reshape(b * t, c, h, w)
+        for i, block in enumerate(self.blocks):
+            f = block(_temporal_shift(f, t) if i else f)
+        return self.head(f.mean((2, 3)).view(b, t, -1).mean(1))
+
+
 class C3D(nn.Module):
     """C3D (Tran et al. 2015) with global pooling so it accepts any clip size."""
 
@@ -185,6 +217,32 @@ def _tiny_vit(num_classes: int, size: int) -> nn.Module:
                                  hidden_dim=64, mlp_dim=128, num_classes=num_classes)
 
 
+class TinyConvViT(nn.Module):
+    """A ViT whose patch embedding is a small conv stem (Xiao et al. 2021, "Early Convolutions
+    Help Transformers See Better"): tiny-vit2d's encoder, but tokens from stride-2 3x3
+    convolutions instead of one linear 4x4 patch, so it does not plateau at pa-synth's size."""
+
+    def __init__(self, num_classes: int, size: int, dim: int = 64) -> None:
+        super().__init__()
+        strides = (1, 2, 2) if size <= 32 else (2, 2, 2)  # 8x8 tokens at 32 px, 8x8 at 64
+        chans = (3, dim // 2, dim, dim)
+        self.stem = nn.Sequential(*[_block2d(chans[i], chans[i + 1], s)
+                                    for i, s in enumerate(strides)])
+        tokens = size
+        for s in strides:
+            tokens = (tokens + 1) // s if s > 1 else tokens
+        self.cls = nn.Parameter(torch.zeros(1, 1, dim))
+        self.encoder = tvm.vision_transformer.Encoder(
+            seq_length=tokens * tokens + 1, num_layers=4, num_heads=4, hidden_dim=dim,
+            mlp_dim=2 * dim, dropout=0.0, attention_dropout=0.0)
+        self.head = nn.Linear(dim, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = self.stem(x).flatten(2).transpose(1, 2)  # [B, tokens, dim]
+        t = self.encoder(torch.cat([self.cls.expand(len(t), -1, -1), t], 1))
+        return self.head(t[:, 0])
+
+
 def _tv(fn: Callable[..., nn.Module]) -> Callable[[int, int], nn.Module]:
     return lambda n, size: fn(weights=None, num_classes=n)
 
@@ -208,12 +266,16 @@ for _name, _kind, _desc, _build in [
      lambda n, s: TinySlow3D(n)),
     ("tiny-r2plus1d", "video", "4 factorised (2+1)D blocks, width 24, on the whole clip "
      "(unseen pa-synth video attacker)", lambda n, s: TinyR2Plus1D(n)),
+    ("tiny-tsm", "video", "4-block 2D CNN, width 32, on every frame with temporal shifts "
+     "between blocks (a video attacker of TSM's kind)", lambda n, s: TinyTSM(n)),
     ("tiny2d", "frame", "4-block 2D CNN, width 16 (pa-synth attacker)", lambda n, s: Tiny2D(n)),
     ("tiny2d-wide", "frame", "4-block 2D CNN, width 48 (unseen attacker)",
      lambda n, s: Tiny2D(n, 48)),
     ("tiny-resnet2d", "frame", "3-stage residual 2D CNN (pa-synth attacker)",
      lambda n, s: TinyResNet2D(n)),
     ("tiny-vit2d", "frame", "4-layer ViT, dim 64 (unseen attacker)", _tiny_vit),
+    ("tiny-convvit2d", "frame", "tiny-vit2d's encoder on a 3-layer conv stem (a transformer "
+     "attacker that reaches the CNNs on raw pa-synth)", lambda n, s: TinyConvViT(n, s)),
     ("c3d", "video", "C3D with global pooling", lambda n, s: C3D(n)),
     ("r3d_18", "video", "torchvision R3D-18", _tv(tvv.r3d_18)),
     ("r2plus1d_18", "video", "torchvision R(2+1)D-18", _tv(tvv.r2plus1d_18)),
