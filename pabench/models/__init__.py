@@ -229,8 +229,8 @@ class TinyConvViT(nn.Module):
         self.stem = nn.Sequential(*[_block2d(chans[i], chans[i + 1], s)
                                     for i, s in enumerate(strides)])
         tokens = size
-        for s in strides:
-            tokens = (tokens + 1) // s if s > 1 else tokens
+        for s in strides:  # a 3x3 conv with padding 1 rounds up
+            tokens = -(-tokens // s)
         self.cls = nn.Parameter(torch.zeros(1, 1, dim))
         self.encoder = tvm.vision_transformer.Encoder(
             seq_length=tokens * tokens + 1, num_layers=4, num_heads=4, hidden_dim=dim,
