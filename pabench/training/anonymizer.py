@@ -696,11 +696,13 @@ class _Vita(_Privacy):
         best = int(np.argmin([_mean_across_ranks(v) for v in bce]))
         return -bce[best], "fa_neg_bce", best
 
-    def _ascend(self, beam: int) -> None:
-        """K-Beam's further d_iter - 1 ascent steps of f_A (Eq. 6b-B) against beam `beam`,
-        chosen once per iteration (Eq. 6b-A), each on a fresh privacy batch."""
+    def _ascend(self, term: torch.Tensor, beam: int) -> None:
+        """K-Beam's L_B max step (Eq. 6b-B): `ascent_steps` updates of f_A against beam
+        `beam`, picked once (Eq. 6b-A) on the batch `term` came from; each further step on a
+        fresh privacy batch."""
         r, nets = self.r, self.nets
         assert isinstance(r, VitaKBeamRecipe)
+        _update(nets.opt_a, r.gamma * term)
         for _ in range(r.ascent_steps - 1):
             xp, yb = self.batches.private()
             bce = F.binary_cross_entropy_with_logits(
@@ -721,14 +723,11 @@ class _Vita(_Privacy):
             term, name, beam = self._privacy_term(ap, yb)
             logged = {name: term}
             if r.method == "vita-kbeam":
-                loss = r.gamma * term
+                self._ascend(term, beam)
             else:
                 lt = F.cross_entropy(nets.ft(a), y)
-                loss = lt + r.gamma * term
+                _update(nets.opt_a, lt + r.gamma * term)
                 logged = {"fa_utility": lt, **logged}
-            _update(nets.opt_a, loss)
-            if r.method == "vita-kbeam":
-                self._ascend(beam)
         x, y = self.batches.action()
         logits = nets.ft_ddp(nets.fa_ddp(x))
         lt_joint = F.cross_entropy(logits, y)
