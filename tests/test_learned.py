@@ -400,3 +400,20 @@ def test_kbeam_ascent_steps_ascend_against_the_beam_picked_first(monkeypatch):
     assert used == [u for j in picked for u in (0, 1, j, j, 0, 1)]
     steps = {int(s["step"]) for s in run.nets.opt_a.state.values()}
     assert steps == {2 * (3 + 1)}  # three adversarial and one joint update per iteration
+
+
+@pytest.mark.parametrize(("threshold", "expected"), [(None, 1), (1.0, 4), (1e-9, 1)])
+def test_attackers_train_to_the_accuracy_threshold_each_iteration(threshold, expected):
+    """VITA's "while Acc <= th_B": no threshold is one supervised step per iteration; th_B = 1
+    can never be passed, so every attacker takes the capped number of steps; a threshold any
+    batch passes stops after the first. The privacy stage's own steps are counted apart."""
+    recipe = RECIPES["vita-kbeam"](**{**MICRO["vita-kbeam"], "steps": 2, "restart_every": 100,
+                                     "budget_threshold": threshold, "budget_max_steps": 4})
+    run = _Run(recipe, synth_source("tiny"), "cpu", None)
+    run.pretrain()
+    side = run.privacy
+    before = [{int(s["step"]) for s in o.state.values()} for o in side.opts]  # type: ignore[attr-defined]
+    run.iterate()
+    after = [{int(s["step"]) for s in o.state.values()} for o in side.opts]  # type: ignore[attr-defined]
+    for b, a in zip(before, after, strict=True):
+        assert {x + 2 * expected for x in b} == a

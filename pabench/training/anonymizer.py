@@ -146,6 +146,12 @@ class VitaRecipe(_Recipe):
     gamma: float = Field(2.0, gt=0, description="weight of the privacy term in f_A's loss")
     restart_every: int = Field(100, ge=1, description="re-initialise the attackers every N "
                                                       "minimax iterations")
+    budget_threshold: float | None = Field(
+        None, gt=0, le=1, description="th_B of VITA's algorithms: every iteration an attacker "
+        "keeps stepping, on fresh privacy batches, while its element-wise accuracy on the "
+        "batch is at most this; none: one step")
+    budget_max_steps: int = Field(10, ge=1, description="cap on those steps per iteration "
+                                                        "(with budget_threshold)")
 
     def attackers(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(self.budget_models))
@@ -646,14 +652,42 @@ class _Vita(_Privacy):
         return model(_take_frames(video, picks)).view(n, picks.shape[1], -1).mean(1)
 
     def _attacker_step(self, a: torch.Tensor, yb: torch.Tensor,
-                       picks: torch.Tensor | None = None) -> torch.Tensor:
-        """One supervised step of every attacker on anonymized clips; returns the mean BCE."""
-        bce = []
-        for model, opt in zip(self.wrapped, self.opts, strict=True):
-            loss = F.binary_cross_entropy_with_logits(self._logits(model, a, picks), yb)
+                       picks: torch.Tensor | None = None,
+                       active: list[bool] | None = None,
+                       ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """One supervised step of every (`active`) attacker on anonymized clips; returns the
+        mean BCE and each attacker's element-wise accuracy on the batch before its step."""
+        bce, acc = [], []
+        for i, (model, opt) in enumerate(zip(self.wrapped, self.opts, strict=True)):
+            if active is not None and not active[i]:
+                continue
+            logits = self._logits(model, a, picks)
+            loss = F.binary_cross_entropy_with_logits(logits, yb)
             _update(opt, loss)
             bce.append(loss.detach())
-        return torch.stack(bce).mean()
+            acc.append(((logits.detach() > 0) == (yb > 0.5)).float().mean())
+        return torch.stack(bce).mean(), acc
+
+    def _attackers_learn(self) -> torch.Tensor:
+        """The L_B min step: one supervised step of every attacker on f_A's output of a fresh
+        privacy batch; with `budget_threshold` (th_B), VITA's "while Acc <= th_B", capped at
+        `budget_max_steps`, each step on a fresh batch. Returns the first step's mean BCE."""
+        r, active, first = self.r, [True] * len(self.attackers), None
+        for _ in range(r.budget_max_steps if r.budget_threshold is not None else 1):
+            x, yb = self.batches.private()
+            with torch.no_grad():
+                a = self.nets.fa(x)
+            bce, acc = self._attacker_step(a, yb, active=active)
+            first = bce if first is None else first
+            if r.budget_threshold is None:
+                break
+            stepped = [i for i, on in enumerate(active) if on]
+            for i, value in zip(stepped, acc, strict=True):
+                active[i] = _mean_across_ranks(value) <= r.budget_threshold
+            if not any(active):
+                break
+        assert first is not None
+        return first
 
     def _train(self, round_: int, stage: _Stage) -> None:
         """Fresh attackers trained on the current f_A's output, computed once on
@@ -672,7 +706,8 @@ class _Vita(_Privacy):
         for _ in range(r.budget_steps):
             idx = torch.from_numpy(rng.integers(0, n, per_rank)).to(self.device)
             picks = torch.from_numpy(rng.integers(0, t, (per_rank, r.budget_frames)))
-            stage.step(bce=self._attacker_step(anon[idx], labels[idx], picks.to(self.device)))
+            bce, _ = self._attacker_step(anon[idx], labels[idx], picks.to(self.device))
+            stage.step(bce=bce)
         _sync_buffers(*self.attackers)
 
     def pretrain(self) -> list[_Stage]:
@@ -712,8 +747,8 @@ class _Vita(_Privacy):
     def iteration(self, it: int) -> dict[str, torch.Tensor]:
         """The f_A step on its privacy term (plus L_T, except for K-Beam, which takes
         `ascent_steps` of them and whose utility comes from the joint step) with f_T and the
-        attackers frozen, one joint f_A + f_T step on L_T, one supervised step of every
-        attacker; the attackers restart every `restart_every` iterations."""
+        attackers frozen, one joint f_A + f_T step on L_T, the attackers' supervised step(s)
+        (`_attackers_learn`); the attackers restart every `restart_every` iterations."""
         r, nets = self.r, self.nets
         if it > 0 and it % r.restart_every == 0:
             self._train(it // r.restart_every, self.restart)
@@ -732,10 +767,7 @@ class _Vita(_Privacy):
         logits = nets.ft_ddp(nets.fa_ddp(x))
         lt_joint = F.cross_entropy(logits, y)
         _update([nets.opt_a, nets.opt_t], lt_joint)
-        x, yb = self.batches.private()
-        with torch.no_grad():
-            a = nets.fa(x)
-        bce = self._attacker_step(a, yb)
+        bce = self._attackers_learn()
         return {**logged, "ft_ce": lt_joint, "ft_acc": (logits.argmax(1) == y).float().mean(),
                 "attacker_bce": bce}
 
@@ -862,10 +894,7 @@ class _MPPAR(_Vita):
         logits = nets.ft_ddp(a)
         lt_t = F.cross_entropy(logits, y)
         _update(nets.opt_t, lt_t)
-        x, yb = b.private()
-        with torch.no_grad():
-            a = nets.fa(x)
-        bce = self._attacker_step(a, yb)
+        bce = self._attackers_learn()
         return {"fa_utility": lt, "fa_meta_train": l_tr, "fa_meta_test": l_te,
                 "fa_query_bce": bce_q, "ft_ce": lt_t,
                 "ft_acc": (logits.argmax(1) == y).float().mean(), "attacker_bce": bce}
