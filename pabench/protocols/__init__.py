@@ -188,8 +188,9 @@ for spec in [
     ),
     ProtocolSpec(
         id="unseen-attackers", title="Unseen attacker architectures",
-        description="Attackers of architectures no anonymizer trained against: a wider CNN, "
-        "ShuffleNet and a small vision transformer, each trained on anonymized data.",
+        description="Attackers of architectures no anonymizer trained against, each trained "
+        "on anonymized data: in version 2 a wider CNN, a (2+1)D video CNN and a small vision "
+        "transformer (version 1 had ShuffleNet where version 2 has the video CNN).",
         action_train=_ref("synth-action", "train"), action_test=_ref("synth-action", "test"),
         privacy_train=_ref("synth-privacy", "train"), privacy_test=_ref("synth-privacy", "test"),
         paper_setting="VITA/SPAct: unseen f_B architectures",
