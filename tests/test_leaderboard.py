@@ -26,7 +26,7 @@ from pabench.leaderboard import (
     pareto_flags,
 )
 from pabench.leaderboard.tables import Table, rank_agreement, spearman, tie_ranks
-from pabench.protocols import PROTOCOLS
+from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import (
     AttackerResult,
     Consistency,
@@ -323,6 +323,38 @@ def test_old_protocol_versions_are_archived(results: Path, site: Path) -> None:
     v1_entry = next(e for e in tables[("known", 1)].entries if e.name == "unet")
     page = (site / "entries" / f"{v1_entry.id}.html").read_text()
     assert "archived (protocol v1)" in page and 'href="../archive.html#' in page
+
+
+def test_next_version_records_are_shown_apart_with_their_coverage(
+        tmp_path: Path, reported: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Records of the next version (made entry by entry) are neither ranked nor archived:
+    the archive page shows them first with how much of the current table they cover, the
+    index links there, and the current table still ranks."""
+    next_version = NEXT["known"].version
+    monkeypatch.setitem(FIXTURE, ("known", next_version),
+                        {"identity": (93.0, 86.0), "unet": (86.0, 58.0)})
+    results = tmp_path / "results"
+    for version in (2, next_version):
+        for name in FIXTURE[("known", version)]:
+            write_record(make_record("known", version, name),
+                         results / f"pa-synth-tiny__known__v{version}__{name}.json")
+    tables = _tables(results)
+    upcoming, now = tables[("known", next_version)], tables[("known", 2)]
+    assert (upcoming.listing, now.listing) == ("next", "ranked")
+    assert upcoming.spec == NEXT["known"] and "tiny-slow3d" in upcoming.spec.attackers
+    assert upcoming.covers == (2, 5) and now.covers is None
+    assert all(e.rank is None and not e.pareto for e in upcoming.entries)
+    out = tmp_path / "site"
+    build_site(results, reported, out)
+    index, archive = (out / "index.html").read_text(), (out / "archive.html").read_text()
+    assert f'id="{upcoming.id}"' not in index and f'id="{now.id}"' in index
+    assert "known v3: 2 of 5" in index and 'archive.html#next"' in index
+    board = _section(archive, f'id="{upcoming.id}"')
+    assert "next version v3, in preparation" in board and "2 of its 5 entries" in board
+    assert 'class="num rank"' not in board
+    page = (out / "entries" / f"{upcoming.entries[0].id}.html").read_text()
+    assert 'href="../archive.html#' in page and "In preparation" in page
+    assert "v3 in preparation" in (out / "protocols.html").read_text()
 
 
 def test_spearman_agreement_over_shared_entries() -> None:

@@ -151,3 +151,18 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
     assert private.benchmark.test_seed == "private"
     assert private.benchmark.test_seed_commitment == Seed(secret).commitment
     assert secret not in private.model_dump_json()
+
+
+def test_the_next_version_changes_only_the_attackers():
+    """v3 (records made entry by entry) keeps every other setting of v2, names registered
+    models with a video attacker, and `ID@3` reaches it."""
+    from pabench.protocols import NEXT
+
+    assert set(NEXT) == {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
+    for pid, upcoming in NEXT.items():
+        now = PROTOCOLS.get(pid)
+        assert upcoming.version == now.version + 1 and get_protocol(f"{pid}@3") == upcoming
+        moved = {k for k, v in upcoming.model_dump().items() if now.model_dump()[k] != v}
+        assert moved <= {"version", "attackers", "description"}
+        assert "tiny-c3d" not in upcoming.attackers and "tiny-vit2d" not in upcoming.attackers
+        assert any(_kind(m) == "video" for m in upcoming.attackers), pid

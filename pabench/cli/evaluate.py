@@ -14,7 +14,7 @@ from pabench.cli.console import cell, clean, err, out, print_json
 from pabench.cli.progress import progress_bar
 from pabench.cli.usage import checking_arguments
 from pabench.errors import PabenchError
-from pabench.protocols import PROTOCOLS
+from pabench.protocols import NEXT, PROTOCOLS, get_protocol
 from pabench.records import Record
 from pabench.runtime import pabench_home
 
@@ -172,21 +172,26 @@ def list_protocols(
     benchmark: str | None = typer.Option(None, help="Only this benchmark's protocols"),
     json_out: bool = typer.Option(False, "--json", help="Print the list as JSON"),
 ) -> None:
-    """List protocols (id, version, benchmark, title)."""
+    """List protocols (id, version, benchmark, title), and the next version of those being
+    re-made (`--protocol ID@VERSION` evaluates it)."""
     from pabench.evaluation.config import check_benchmark
 
     if benchmark is not None:
         with checking_arguments():
             check_benchmark(benchmark)
-    specs = [p for _, p in PROTOCOLS.items() if benchmark is None or p.benchmark == benchmark]
+    specs = [(p, "current") for _, p in PROTOCOLS.items()
+             if benchmark is None or p.benchmark == benchmark]
+    specs = [row for p, status in specs
+             for row in [(p, status), *([(NEXT[p.id], "next")] if p.id in NEXT else [])]]
     if json_out:
-        print_json([{"id": p.id, "version": p.version, "benchmark": p.benchmark,
-                     "title": p.title, "target": p.target, "attackers": list(p.attackers)}
-                    for p in specs])
+        print_json([{"id": p.id, "version": p.version, "status": status,
+                     "benchmark": p.benchmark, "title": p.title, "target": p.target,
+                     "attackers": list(p.attackers)} for p, status in specs])
         return
     table = Table("id", "version", "benchmark", "title", "target", "attackers")
-    for p in specs:
-        table.add_row(cell(p.id), str(p.version), cell(p.benchmark), cell(p.title),
+    for p, status in specs:
+        version = f"{p.version} (next)" if status == "next" else str(p.version)
+        table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
                       cell(p.target), cell(", ".join(p.attackers)))
     out.print(table)
 
@@ -197,7 +202,8 @@ def show_protocol(
     json_out: bool = typer.Option(False, "--json", help="Accepted like on every list/info "
                                   "command; the specification is always JSON"),
 ) -> None:
-    """Print one protocol's full specification as JSON."""
+    """Print one protocol's full specification as JSON (`ID@VERSION`: a legacy or the next
+    version)."""
     with checking_arguments():
-        spec = PROTOCOLS.get(protocol)
+        spec = get_protocol(protocol)
     print(spec.model_dump_json(indent=2))

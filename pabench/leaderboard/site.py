@@ -36,7 +36,7 @@ from pabench.leaderboard.tables import (
     rank_agreement,
     sample_files,
 )
-from pabench.protocols import PROTOCOLS
+from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import RecordMeta
 from pabench.submission import TrainingData
 
@@ -275,20 +275,21 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
     specs = [spec for _, spec in PROTOCOLS.items()]
     for spec in specs:
         render(
-            "protocol.html.j2", f"protocols/{spec.id}.html", spec=spec,
+            "protocol.html.j2", f"protocols/{spec.id}.html", spec=spec, upcoming=NEXT.get(spec.id),
             fields=_flatten(spec.model_dump()),
             tables=[t for t in tables if t.protocol == spec.id],
         )
-    render("protocols.html.j2", "protocols.html", specs=specs, tables=tables,
+    render("protocols.html.j2", "protocols.html", specs=specs, tables=tables, upcoming=NEXT,
            agreements=rank_agreement(tables), min_shared=MIN_SHARED)
     render("reported.html.j2", "reported.html", sources=by_source(groups))
     listed = {kind: [t for t in tables if t.listing == kind]
-              for kind in ("ranked", "diagnostic", "archived")}
-    render("archive.html.j2", "archive.html", tables=listed["archived"], plots=plots)
+              for kind in ("ranked", "diagnostic", "next", "archived")}
+    render("archive.html.j2", "archive.html", tables=listed["archived"],
+           upcoming=listed["next"], plots=plots)
     render(
         "index.html.j2", "index.html", ranked=listed["ranked"],
-        diagnostic=listed["diagnostic"], archived=listed["archived"], plots=plots,
-        sources=by_source(groups),
+        diagnostic=listed["diagnostic"], upcoming=listed["next"], archived=listed["archived"],
+        plots=plots, sources=by_source(groups),
     )
     site.text(MARKER, "built by `pabench leaderboard build`; rebuilt from scratch\n")
 

@@ -2,10 +2,11 @@
 
 Records of different protocol versions measure different things, so they never share a table
 (and so never share a rank or a Pareto front). Only tables of a protocol's current version and
-of a ranked role rank their entries; older versions are archived, diagnostic protocols shown
-apart, and records marked `ranked: false` listed below their table with the reasons. Table and
-entry ids are the records' own `table_id` / `entry_id`: unambiguous by construction, so no two
-tables or entries share a page or a download.
+of a ranked role rank their entries; older versions are archived, the next version's records
+(made entry by entry) and diagnostic protocols shown apart, and records marked
+`ranked: false` listed below their table with the reasons. Table and entry ids are the
+records' own `table_id` / `entry_id`: unambiguous by construction, so no two tables or
+entries share a page or a download.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Literal
 import pandas as pd
 
 from pabench.errors import PabenchError
-from pabench.protocols import LEGACY, PROTOCOLS, ProtocolSpec
+from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
 from pabench.records import AttackerResult, Metrics, Record, read_record
 
 REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured against
@@ -130,7 +131,7 @@ class Entry:
         }
 
 
-Listing = Literal["ranked", "diagnostic", "archived"]
+Listing = Literal["ranked", "diagnostic", "next", "archived"]
 
 
 @dataclass
@@ -143,6 +144,8 @@ class Table:
     protocol: str
     version: int
     entries: list[Entry] = field(default_factory=list)
+    # next version only: (entries of the current table it has re-made, entries there)
+    covers: tuple[int, int] | None = None
 
     @property
     def title(self) -> str:
@@ -154,16 +157,27 @@ class Table:
         return self.known_protocol and PROTOCOLS.get(self.protocol).version == self.version
 
     @property
+    def upcoming(self) -> bool:
+        """Whether this table holds records of the protocol's next version (in preparation)."""
+        return self.protocol in NEXT and NEXT[self.protocol].version == self.version
+
+    @property
     def spec(self) -> ProtocolSpec | None:
-        """The spec that wrote these records: the registry's, a legacy one, or unknown."""
+        """The spec that wrote these records: the registry's, the next, a legacy one, or
+        unknown."""
         if self.current:
             return PROTOCOLS.get(self.protocol)
+        if self.upcoming:
+            return NEXT[self.protocol]
         return LEGACY.get((self.protocol, self.version))
 
     @property
     def listing(self) -> Listing:
-        """Where the site shows this table: only a current, ranked-role protocol ranks; any
-        other version (or a protocol this pabench does not know) is archived."""
+        """Where the site shows this table: only a current, ranked-role protocol ranks; the
+        next version's records are shown apart while they are being made; any other version
+        (or a protocol this pabench does not know) is archived."""
+        if self.upcoming:
+            return "next"
         if not self.current:
             return "archived"
         return "diagnostic" if PROTOCOLS.get(self.protocol).role == "diagnostic" else "ranked"
@@ -319,6 +333,14 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
                           [e.m.privacy_cmap_ci for e in ranked])
         for e, flag, rank in zip(ranked, flags, ranks, strict=True):
             e.pareto, e.rank = flag, rank
+    for table in tables.values():
+        if table.upcoming:
+            now = next((t for t in tables.values() if t.current and (t.benchmark, t.preset,
+                        t.protocol) == (table.benchmark, table.preset, table.protocol)), None)
+            if now is not None:
+                names = {e.name.casefold() for e in table.entries}
+                table.covers = (sum(e.name.casefold() in names for e in now.entries),
+                                len(now.entries))
     order = {name: i for i, name in enumerate(PROTOCOLS.names())}
     return sorted(
         tables.values(),
