@@ -375,7 +375,7 @@ def test_kbeam_ascent_steps_ascend_against_the_beam_picked_first(monkeypatch):
     all against the beam of lowest loss on the first batch, then the joint update."""
     recipe = RECIPES["vita-kbeam"](**{**MICRO["vita-kbeam"], "steps": 2, "ascent_steps": 3,
                                      "budget_models": ["tiny-vgg2d", "tiny-dws2d"],
-                                     "restart_every": 100})
+                                     "restart_every": 100, "budget_threshold": None})
     run = _Run(recipe, synth_source("tiny"), "cpu", None)
     run.pretrain()
     side = run.privacy
