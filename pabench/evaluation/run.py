@@ -124,6 +124,7 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     """Score one submission under one protocol, next to the raw reference. Writes only caches
     (under PABENCH_HOME); under torchrun every rank computes and rank 0 writes."""
     started = time.perf_counter()
+    revision = git_revision()  # the code that runs, not whatever is checked out when it ends
     config = config.resolved()
     device = init_distributed(config.device)
     workers, threads = workers_and_threads(config)
@@ -190,7 +191,7 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     sample = sample_strip(p_test, anonymize(run, sub, p_test))
     run.timings["total"] = time.perf_counter() - started
     record = Record(
-        pabench={"version": pabench.__version__, "git": git_revision()},
+        pabench={"version": pabench.__version__, "git": revision},
         protocol=ProtocolRef(id=spec.id, version=spec.version),
         benchmark=BenchmarkRef(
             name=config.benchmark, preset=config.preset if config.benchmark == "pa-synth" else "-",
