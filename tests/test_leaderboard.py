@@ -336,13 +336,19 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     results = tmp_path / "results"
     for version in (2, next_version):
         for name in FIXTURE[("known", version)]:
-            write_record(make_record("known", version, name),
-                         results / f"pa-synth-tiny__known__v{version}__{name}.json")
+            rec = make_record("known", version, name)
+            if name == UNRANKED:  # a submitted file: only its author can re-make it
+                rec.submission.format = "torch.export"
+            write_record(rec, results / f"pa-synth-tiny__known__v{version}__{name}.json")
     tables = _tables(results)
     upcoming, now = tables[("known", next_version)], tables[("known", 2)]
     assert (upcoming.listing, now.listing) == ("next", "ranked")
     assert upcoming.spec == NEXT["known"] and "tiny-slow3d" in upcoming.spec.attackers
     assert upcoming.covers == (2, 5) and now.covers is None
+    assert [e.name for e in upcoming.missing] == [UNRANKED, "box-blur-face", "downsample-4x"]
+    command = (f"pabench evaluate baseline:box-blur-face,downsample-4x --protocol "
+               f"known@{next_version} --benchmark pa-synth --preset tiny")
+    assert upcoming.remake_command == command
     assert all(e.rank is None and not e.pareto for e in upcoming.entries)
     out = tmp_path / "site"
     build_site(results, reported, out)
@@ -351,6 +357,8 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     assert "known v3: 2 of 5" in index and 'archive.html#next"' in index
     board = _section(archive, f'id="{upcoming.id}"')
     assert "next version v3, in preparation" in board and "2 of its 5 entries" in board
+    assert f"Not re-made yet: {UNRANKED}, box-blur-face, downsample-4x." in board
+    assert f"<code>{command}</code>" in board
     assert 'class="num rank"' not in board
     page = (out / "entries" / f"{upcoming.entries[0].id}.html").read_text()
     assert 'href="../archive.html#' in page and "In preparation" in page

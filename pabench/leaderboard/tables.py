@@ -144,12 +144,31 @@ class Table:
     protocol: str
     version: int
     entries: list[Entry] = field(default_factory=list)
-    # next version only: (entries of the current table it has re-made, entries there)
-    covers: tuple[int, int] | None = None
+    # next version only: the current table's entries, and which of them this one lacks
+    current_entries: list[Entry] | None = None
+    missing: list[Entry] = field(default_factory=list)
 
     @property
     def title(self) -> str:
         return PROTOCOLS.get(self.protocol).title if self.known_protocol else self.protocol
+
+    @property
+    def covers(self) -> tuple[int, int] | None:
+        """Next version only: (entries of the current table re-made here, entries there)."""
+        if self.current_entries is None:
+            return None
+        return len(self.current_entries) - len(self.missing), len(self.current_entries)
+
+    @property
+    def remake_command(self) -> str | None:
+        """The command that makes the missing entries that are the project's own baselines
+        (a submission's record can only be re-made from its author's file)."""
+        names = [e.name for e in self.missing if e.record.submission.format == "baseline"]
+        if not names:
+            return None
+        preset = f" --preset {self.preset}" if self.benchmark == "pa-synth" else ""
+        return (f"pabench evaluate baseline:{','.join(names)} --protocol "
+                f"{self.protocol}@{self.version} --benchmark {self.benchmark}{preset}")
 
     @property
     def current(self) -> bool:
@@ -339,8 +358,8 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
                         t.protocol) == (table.benchmark, table.preset, table.protocol)), None)
             if now is not None:
                 names = {e.name.casefold() for e in table.entries}
-                table.covers = (sum(e.name.casefold() in names for e in now.entries),
-                                len(now.entries))
+                table.current_entries = now.entries
+                table.missing = [e for e in now.entries if e.name.casefold() not in names]
     order = {name: i for i, name in enumerate(PROTOCOLS.names())}
     return sorted(
         tables.values(),
