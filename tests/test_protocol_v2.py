@@ -12,9 +12,10 @@ from pabench.data.hub import read_meta
 from pabench.data.synth import TestSeed as Seed
 from pabench.data.synth import build_synth
 from pabench.errors import PabenchError
+from pabench.evaluation.config import expand
 from pabench.evaluation.score import _joint_ci
 from pabench.metrics import cmap_fixed, privacy_scores, scorable
-from pabench.protocols import LEGACY, PROTOCOLS, VERSION, Schedule, get_protocol
+from pabench.protocols import LEGACY, PROTOCOLS, VERSION, Schedule, get_protocol, protocols_for
 from pabench.submission import from_module
 from pabench.training import FitSpec, fit
 
@@ -166,3 +167,9 @@ def test_the_next_version_changes_only_the_attackers():
         assert moved <= {"version", "attackers", "description"}
         assert "tiny-c3d" not in upcoming.attackers and "tiny-vit2d" not in upcoming.attackers
         assert any(_kind(m) == "video" for m in upcoming.attackers), pid
+    everything = expand("baseline:identity,black", "all@3", preset="tiny")
+    assert [(c.submission, c.spec) for c in everything] == [
+        (f"baseline:{name}", NEXT[p.id]) for name in ("identity", "black")
+        for p in protocols_for("pa-synth")]
+    with pytest.raises(PabenchError, match="no version '9'"):
+        expand("baseline:identity", "all@9", preset="tiny")

@@ -87,8 +87,9 @@ def evaluate(
     submissions: list[str] = typer.Argument(..., help="Submission files (.pt2 / TorchScript), "
                                             "baseline:NAME, baseline:a,b or baseline:all; "
                                             "several share the data and the raw reference"),
-    protocol: str = typer.Option("known", help="Protocol id, or 'all' for every protocol of "
-                                 "the benchmark"),
+    protocol: str = typer.Option("known", help="Protocol id (ID@VERSION for a legacy or the "
+                                 "next version), 'all' for every protocol of the benchmark, "
+                                 "'all@VERSION' for all at that version"),
     benchmark: str = typer.Option("pa-synth", help="pa-synth or real"),
     preset: str = typer.Option("auto", help="pa-synth preset: tiny, standard, or auto "
                                "(standard on a GPU, tiny on CPU)"),

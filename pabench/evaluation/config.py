@@ -126,15 +126,17 @@ def check_benchmark(benchmark: str) -> str:
 
 def expand(submission: str | Path, protocol: str = "known", **options: object
            ) -> list[EvaluationConfig]:
-    """`baseline:all` (or `baseline:a,b`) and `protocol="all"` as one config per pair, every
-    name checked before any work starts."""
+    """`baseline:all` (or `baseline:a,b`) and `protocol="all"` (or `"all@3"`, every protocol
+    of the benchmark at that version: how a next version's records are made in one run) as one
+    config per pair, every name checked before any work starts."""
     from pabench.anonymizers.baselines import expand_names
 
     benchmark = check_benchmark(str(options.get("benchmark", "pa-synth")))
     text = str(submission)
     subs: list[str | Path] = ([f"baseline:{n}" for n in expand_names(text.split(":", 1)[1])]
                               if text.startswith("baseline:") else [submission])
-    protocols = ([p.id for p in protocols_for(benchmark)] if protocol == "all"
-                 else [get_protocol(protocol)])
+    pid, at, version = protocol.partition("@")
+    protocols = ([get_protocol(f"{p.id}{at}{version}") for p in protocols_for(benchmark)]
+                 if pid == "all" else [get_protocol(protocol)])
     configs = [EvaluationConfig(s, p, **options) for s in subs for p in protocols]  # type: ignore[arg-type]
     return [c.resolved() for c in configs]
