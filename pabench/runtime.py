@@ -8,6 +8,7 @@ can use it without pulling in the evaluation engine.
 from __future__ import annotations
 
 import atexit
+import functools
 import hashlib
 import json
 import os
@@ -137,9 +138,11 @@ def check_device(device: str) -> str:
     return device
 
 
+@functools.cache
 def git_revision() -> str:
     """The commit a record's code came from, `-dirty` when tracked files differ from it (a
-    copy of a working tree, say, whose .git lags behind its files)."""
+    copy of a working tree, say, whose .git lags behind its files). Read once per process: a
+    run of several records keeps the code it loaded, whatever is committed while it runs."""
     try:
         return subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=7"],
                               capture_output=True, text=True, cwd=Path(__file__).parent,

@@ -191,3 +191,17 @@ def test_media_is_never_probed_into_a_playlist(tmp_path: Path) -> None:
         decode_video(evil)
     with pytest.raises(PabenchError, match="unsupported media type '.m3u8'"):
         decode_video(tmp_path / "list.m3u8")
+
+
+def test_a_run_names_the_commit_it_started_from(monkeypatch) -> None:
+    """Records of one process name one commit, though a commit lands while it runs."""
+    from pabench import runtime
+
+    heads = iter(["1111111", "2222222"])
+    monkeypatch.setattr(runtime.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+        a, 0, stdout=next(heads) + "\n"))
+    runtime.git_revision.cache_clear()
+    try:
+        assert [runtime.git_revision(), runtime.git_revision()] == ["1111111", "1111111"]
+    finally:
+        runtime.git_revision.cache_clear()
