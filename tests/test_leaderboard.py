@@ -43,8 +43,9 @@ ATTRS = ("face", "gender", "skin", "relationship")
 SHARED_REPORTED = Path(__file__).resolve().parents[2] / "shared" / "reported" / "paper_results.csv"
 ROOT = Path(__file__).resolve().parents[1]
 
+KNOWN_NOW = PROTOCOLS.get("known").version
 # (protocol, version) -> entry -> (action score, worst-case privacy cMAP). Protocol v1 tables
-# are archived; known v2 is ranked, raw-pretrained-attacker v2 is a diagnostic.
+# are archived; known's current version is ranked, raw-pretrained-attacker v2 is a diagnostic.
 FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
     ("known", 1): {
         "identity": (90.0, 80.0),
@@ -53,7 +54,7 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "box-blur-face": (85.0, 70.0),
         XSS_ENTRY: (70.0, 65.0),
     },
-    ("known", 2): {
+    ("known", KNOWN_NOW): {
         "identity": (92.0, 85.0),
         "downsample-4x": (70.0, 75.0),
         "unet": (85.0, 60.0),
@@ -68,8 +69,8 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "channel-permute": (74.0, 54.0),
     },
 }
-PARETO_KNOWN_V2 = {"identity", "unet"}
-RANKS_KNOWN_V2 = {"unet": (1, 2), "box-blur-face": (1, 2), "downsample-4x": (3, 3),
+PARETO_KNOWN = {"identity", "unet"}
+RANKS_KNOWN = {"unet": (1, 2), "box-blur-face": (1, 2), "downsample-4x": (3, 3),
                   "identity": (4, 4)}
 UNRANKED = "memorizer"
 MEMORIZER_FLAG = "consistency check failed: train-vs-test AUC 93.0 above 60.0"
@@ -273,15 +274,15 @@ def test_tables_never_mix_protocols_or_versions(results: Path) -> None:
         assert len({(e.record.protocol.id, e.record.protocol.version) for e in t.entries}) == 1
     listing = {key: t.listing for key, t in tables.items()}
     assert listing == {("known", 1): "archived", ("cross-dataset", 1): "archived",
-                       ("known", 2): "ranked", ("raw-pretrained-attacker", 2): "diagnostic"}
-    known2 = tables[("known", 2)]
-    assert known2.current and not tables[("known", 1)].current
-    assert {e.name for e in known2.entries if e.pareto} == PARETO_KNOWN_V2
-    assert {e.name: e.rank for e in known2.shown} == RANKS_KNOWN_V2
+                       ("known", KNOWN_NOW): "ranked", ("raw-pretrained-attacker", 2): "diagnostic"}
+    known_now = tables[("known", KNOWN_NOW)]
+    assert known_now.current and not tables[("known", 1)].current
+    assert {e.name for e in known_now.entries if e.pareto} == PARETO_KNOWN
+    assert {e.name: e.rank for e in known_now.shown} == RANKS_KNOWN
     # ranked tables order by privacy, best first; the CI-tied pair reads "1–2"
-    assert [e.name for e in known2.shown] == ["unet", "box-blur-face", "downsample-4x",
+    assert [e.name for e in known_now.shown] == ["unet", "box-blur-face", "downsample-4x",
                                               "identity"]
-    assert [e.rank_text for e in known2.shown][:3] == ["1–2", "1–2", "3"]
+    assert [e.rank_text for e in known_now.shown][:3] == ["1–2", "1–2", "3"]
     # archived and diagnostic tables rank nothing and mark no Pareto front
     for key in (("known", 1), ("cross-dataset", 1), ("raw-pretrained-attacker", 2)):
         assert all(e.rank is None and not e.pareto for e in tables[key].entries)
@@ -289,17 +290,17 @@ def test_tables_never_mix_protocols_or_versions(results: Path) -> None:
 
 
 def test_unranked_records_are_listed_not_ranked(results: Path, site: Path) -> None:
-    known2 = _tables(results)[("known", 2)]
-    [memo] = known2.unranked
+    known_now = _tables(results)[("known", KNOWN_NOW)]
+    [memo] = known_now.unranked
     assert memo.name == UNRANKED and memo.rank is None and not memo.pareto
-    assert memo not in known2.shown  # its privacy (20.0) would otherwise rank first
-    assert known2.listing_of(memo) == "unranked"
+    assert memo not in known_now.shown  # its privacy (20.0) would otherwise rank first
+    assert known_now.listing_of(memo) == "unranked"
     index = (site / "index.html").read_text()
-    table = _section(index, f'id="tbl-{known2.id}"', "</table>")
+    table = _section(index, f'id="tbl-{known_now.id}"', "</table>")
     assert UNRANKED not in table and table.count('class="num rank"') == 4
     below = _section(index, '<div class="unranked">', "</div>")
     assert f"entries/{memo.id}.html" in below and MEMORIZER_FLAG in below
-    doc = json.loads((site / "data" / f"{known2.id}.json").read_text())
+    doc = json.loads((site / "data" / f"{known_now.id}.json").read_text())
     rows = {r["entry"]: r for r in doc["rows"]}
     assert rows[UNRANKED]["listing"] == "unranked" and rows[UNRANKED]["rank_lo"] is None
     assert (rows["unet"]["rank_lo"], rows["unet"]["rank_hi"]) == (1, 2)
@@ -318,7 +319,7 @@ def test_old_protocol_versions_are_archived(results: Path, site: Path) -> None:
         board = _section(archive, f'id="{t.id}"')
         assert "archived (protocol v1)" in board and "not comparable" in board
         assert 'class="num rank"' not in board and "badge-pareto" not in board
-    assert f'id="{tables[("known", 2)].id}"' in index
+    assert f'id="{tables[("known", KNOWN_NOW)].id}"' in index
     assert "7 results in 2 tables measured under older protocol versions" in index
     v1_entry = next(e for e in tables[("known", 1)].entries if e.name == "unet")
     page = (site / "entries" / f"{v1_entry.id}.html").read_text()
@@ -330,31 +331,34 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     """Records of the next version (made entry by entry) are neither ranked nor archived:
     the archive page shows them first with how much of the current table they cover, the
     index links there, and the current table still ranks."""
-    next_version = NEXT["known"].version
-    monkeypatch.setitem(FIXTURE, ("known", next_version),
+    now_version = PROTOCOLS.get("cross-dataset").version
+    next_version = NEXT["cross-dataset"].version
+    monkeypatch.setitem(FIXTURE, ("cross-dataset", now_version), FIXTURE[("known", KNOWN_NOW)])
+    monkeypatch.setitem(FIXTURE, ("cross-dataset", next_version),
                         {"identity": (93.0, 86.0), "unet": (86.0, 58.0)})
     results = tmp_path / "results"
-    for version in (2, next_version):
-        for name in FIXTURE[("known", version)]:
-            rec = make_record("known", version, name)
+    for version in (now_version, next_version):
+        for name in FIXTURE[("cross-dataset", version)]:
+            rec = make_record("cross-dataset", version, name)
             if name == UNRANKED:  # a submitted file: only its author can re-make it
                 rec.submission.format = "torch.export"
-            write_record(rec, results / f"pa-synth-tiny__known__v{version}__{name}.json")
+            write_record(rec, results / f"pa-synth-tiny__cross-dataset__v{version}__{name}.json")
     tables = _tables(results)
-    upcoming, now = tables[("known", next_version)], tables[("known", 2)]
+    upcoming = tables[("cross-dataset", next_version)]
+    now = tables[("cross-dataset", now_version)]
     assert (upcoming.listing, now.listing) == ("next", "ranked")
-    assert upcoming.spec == NEXT["known"] and "tiny-slow3d" in upcoming.spec.attackers
+    assert upcoming.spec == NEXT["cross-dataset"] and "tiny-slow3d" in upcoming.spec.attackers
     assert upcoming.covers == (2, 5) and now.covers is None
     assert [e.name for e in upcoming.missing] == [UNRANKED, "box-blur-face", "downsample-4x"]
     command = (f"pabench evaluate baseline:box-blur-face,downsample-4x --protocol "
-               f"known@{next_version} --benchmark pa-synth --preset tiny")
+               f"cross-dataset@{next_version} --benchmark pa-synth --preset tiny")
     assert upcoming.remake_command == command
     assert all(e.rank is None and not e.pareto for e in upcoming.entries)
     out = tmp_path / "site"
     build_site(results, reported, out)
     index, archive = (out / "index.html").read_text(), (out / "archive.html").read_text()
     assert f'id="{upcoming.id}"' not in index and f'id="{now.id}"' in index
-    assert "known v3: 2 of 5" in index and 'archive.html#next"' in index
+    assert "cross-dataset v3: 2 of 5" in index and 'archive.html#next"' in index
     board = _section(archive, f'id="{upcoming.id}"')
     assert "next version v3, in preparation" in board and "2 of its 5 entries" in board
     assert f"Not re-made yet: {UNRANKED}, box-blur-face, downsample-4x." in board
@@ -377,9 +381,9 @@ def test_spearman_agreement_over_shared_entries() -> None:
 
 def test_protocols_page_compares_current_rankings(results: Path, site: Path) -> None:
     [agreement] = rank_agreement(_tables(results).values())
-    # archived v1 tables stay out; the unranked memorizer is not an entry of known v2's order
+    # archived v1 tables stay out; the unranked memorizer is not an entry of known's current order
     assert [(t.protocol, t.version) for t in agreement.tables] == [
-        ("known", 2), ("raw-pretrained-attacker", 2)]
+        ("known", KNOWN_NOW), ("raw-pretrained-attacker", 2)]
     assert agreement.shared == [[4, 2], [2, 4]]  # identity and downsample-4x in both
     assert agreement.rho == [[1.0, None], [None, 1.0]]
     page = _section((site / "protocols.html").read_text(), "Do the protocols rank alike?",
@@ -393,7 +397,7 @@ def test_diagnostic_protocol_is_shown_apart(results: Path, site: Path) -> None:
     index = (site / "index.html").read_text()
     ranked_end = index.index('<section class="hero" id="diagnostics">')
     assert index.index(f'id="{t.id}"') > ranked_end  # under Diagnostics, after ranked tables
-    assert index.index(f'id="{_tables(results)[("known", 2)].id}"') < ranked_end
+    assert index.index(f'id="{_tables(results)[("known", KNOWN_NOW)].id}"') < ranked_end
     board = _section(index, f'id="{t.id}"')
     assert "diagnostic, not ranked" in board and spec.paper_setting in board
     table = _section(board, f'id="tbl-{t.id}"', "</table>")
@@ -410,7 +414,7 @@ def test_diagnostic_protocol_is_shown_apart(results: Path, site: Path) -> None:
 
 
 def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
-    unet = next(e for e in _tables(results)[("known", 2)].entries if e.name == "unet")
+    unet = next(e for e in _tables(results)[("known", KNOWN_NOW)].entries if e.name == "unet")
     rec = unet.record
     page = (site / "entries" / f"{unet.id}.html").read_text()
     curves = _section(page, "<h2>Training curves</h2>")
@@ -438,7 +442,7 @@ def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
 def test_training_seeds_are_shown(results: Path, site: Path) -> None:
     """A method scored over several training seeds says so in its row and lists them; a
     trained method scored once is marked as one training seed's draw."""
-    entries = {e.name: e for e in _tables(results)[("known", 2)].entries}
+    entries = {e.name: e for e in _tables(results)[("known", KNOWN_NOW)].entries}
     page = (site / "entries" / f"{entries['unet'].id}.html").read_text()
     assert "3 training seeds" in page and "1 training seed<" not in page
     assert "seed 2 <code class=\"hash\">" + "2" * 16 + "</code> (trained with seed 6)" in page
@@ -474,12 +478,12 @@ def test_scatter_marks_the_base_rate(results: Path, site: Path) -> None:
     from pabench.leaderboard.scatter import scatter
 
     tables = _tables(results)
-    plot = scatter(tables[("known", 2)])
+    plot = scatter(tables[("known", KNOWN_NOW)])
     assert plot.base_x is not None and plot.left < plot.base_x < plot.ref_x
     assert UNRANKED not in {p.name for p in plot.points}  # only ranked entries are plotted
     assert scatter(tables[("known", 1)]).base_x is None  # v1 records carry no base rate
     index = (site / "index.html").read_text()
-    board = _section(index, f'id="{tables[("known", 2)].id}"')
+    board = _section(index, f'id="{tables[("known", KNOWN_NOW)].id}"')
     assert f'<line class="base" x1="{plot.base_x}"' in board
 
 
@@ -654,7 +658,7 @@ def test_scatter_labels_never_overprint():
 
 
 def test_multilabel_utility_is_labelled_cmap(tmp_path):
-    rec = make_record("known", 2, "identity")
+    rec = make_record("known", KNOWN_NOW, "identity")
     rec = rec.model_copy(update={"metrics": rec.metrics.model_copy(
         update={"action_metric": "cmap"})})
     write_record(rec, tmp_path / "results" / "r.json")

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_leaderboard import FIXTURE, ROOT, UNRANKED, XSS, XSS_ENTRY, write_fixture_results
+from test_leaderboard import (
+    FIXTURE,
+    KNOWN_NOW,
+    ROOT,
+    UNRANKED,
+    XSS,
+    XSS_ENTRY,
+    write_fixture_results,
+)
 
 from pabench.leaderboard import build_site, build_tables, load_records, make_server
 
@@ -129,8 +137,8 @@ def test_index_loads_without_errors(
 def test_sorting_and_filtering(
     watched: Watched, base_urls: dict[str, str], built: tuple[Path, Path]
 ) -> None:
-    page, tid = watched.page, _table_id(built[0], "known", 2)
-    entries = {k: v for k, v in FIXTURE[("known", 2)].items() if k != UNRANKED}
+    page, tid = watched.page, _table_id(built[0], "known", KNOWN_NOW)
+    entries = {k: v for k, v in FIXTURE[("known", KNOWN_NOW)].items() if k != UNRANKED}
     page.goto(base_urls["file"] + "index.html")
     initial = _names(page, tid)
     assert initial == sorted(entries, key=lambda n: entries[n][1])  # privacy, best first
@@ -182,7 +190,7 @@ def test_script_metadata_renders_as_text(watched: Watched, base_urls: dict[str, 
 def test_entry_page_draws_curves(
     watched: Watched, base_urls: dict[str, str], built: tuple[Path, Path]
 ) -> None:
-    page, tid = watched.page, _table_id(built[0], "known", 2)
+    page, tid = watched.page, _table_id(built[0], "known", KNOWN_NOW)
     page.goto(base_urls["file"] + f"entries/{tid}__unet.html")
     figures = page.locator("figure.curve svg")
     assert figures.count() == 4 and all(figures.nth(i).is_visible() for i in range(4))

@@ -147,7 +147,7 @@ _P_HVU_ACTION = dict(action_train=_ref("p-hvu", "train", "actions"),
                      action_test=_ref("p-hvu", "test", "actions"))
 
 
-for spec in [
+_SPECS = [
     ProtocolSpec(
         id="known", title="Known actions and attributes, same-dataset test",
         description="Targets train on synth-action and synth-privacy; both are tested on "
@@ -259,12 +259,8 @@ for spec in [
         privacy_test=_ref("p-hvu", "test", "objects"), novel=True, novel_sides=("privacy",),
         metrics=_P_HVU_METRICS, paper_setting="SPAct Table 2: P-HVU Scenes -> Obj", **_real,
     ),
-]:
-    PROTOCOLS.add(spec.id, spec)
-
-
-def protocols_for(benchmark: str) -> list[ProtocolSpec]:
-    return [p for _, p in PROTOCOLS.items() if p.benchmark == benchmark]
+]
+"""The v2 generation of every protocol; `PROMOTED` ones are current at the next version."""
 
 
 _V1_SCHEDULE = Schedule()
@@ -288,9 +284,8 @@ def _legacy_v1(spec: ProtocolSpec) -> ProtocolSpec:
     ))
 
 
-LEGACY: dict[tuple[str, int], ProtocolSpec] = {
-    (p.id, q.version): q for _, p in PROTOCOLS.items() for q in [_legacy_v1(p)]
-}
+LEGACY: dict[tuple[str, int], ProtocolSpec] = {(p.id, _legacy_v1(p).version): _legacy_v1(p)
+                                               for p in _SPECS}
 """(id, version) -> the spec that wrote records of an older version: `pabench evaluate
 --protocol ID@VERSION` reproduces them; they are never ranked beside current ones."""
 
@@ -311,13 +306,24 @@ def _next(spec: ProtocolSpec) -> ProtocolSpec:
                                        attackers=("tiny2d", "tiny-resnet2d", "tiny-slow3d")))
 
 
-NEXT: dict[str, ProtocolSpec] = {
-    p.id: _next(p) for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"
-}
+NEXT: dict[str, ProtocolSpec] = {p.id: _next(p) for p in _SPECS if p.benchmark == "pa-synth"}
 """id -> the spec of the version in preparation. Re-making every record takes more compute
 than one session has, so its records are made entry by entry (`--protocol ID@VERSION`) and
-shown apart, unranked, until they cover the current table; then it replaces the current
-spec, which joins `LEGACY`."""
+shown apart, unranked, until they cover the current table; then its id joins `PROMOTED`."""
+
+PROMOTED = ("known",)
+"""Protocols whose next version's records cover every entry of the current table: that
+version is current and the one it replaced joins `LEGACY` (its records are archived)."""
+
+for spec in _SPECS:
+    if spec.id in PROMOTED:
+        LEGACY[spec.id, spec.version] = spec
+        spec = NEXT.pop(spec.id)
+    PROTOCOLS.add(spec.id, spec)
+
+
+def protocols_for(benchmark: str) -> list[ProtocolSpec]:
+    return [p for _, p in PROTOCOLS.items() if p.benchmark == benchmark]
 
 
 def get_protocol(name: str) -> ProtocolSpec:
