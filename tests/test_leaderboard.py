@@ -44,8 +44,9 @@ SHARED_REPORTED = Path(__file__).resolve().parents[2] / "shared" / "reported" / 
 ROOT = Path(__file__).resolve().parents[1]
 
 KNOWN_NOW = PROTOCOLS.get("known").version
+RAW_NOW = PROTOCOLS.get("raw-pretrained-attacker").version
 # (protocol, version) -> entry -> (action score, worst-case privacy cMAP). Protocol v1 tables
-# are archived; known's current version is ranked, raw-pretrained-attacker v2 is a diagnostic.
+# are archived; known's current version is ranked, raw-pretrained-attacker's is a diagnostic.
 FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
     ("known", 1): {
         "identity": (90.0, 80.0),
@@ -62,7 +63,7 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "memorizer": (90.0, 20.0),  # failed the consistency check: never ranked
     },
     ("cross-dataset", 1): {"identity": (75.0, 60.0), "downsample-4x": (61.0, 41.0)},
-    ("raw-pretrained-attacker", 2): {
+    ("raw-pretrained-attacker", RAW_NOW): {
         "identity": (75.0, 60.0),
         "downsample-4x": (61.0, 41.0),
         "invert": (75.0, 52.0),
@@ -274,7 +275,8 @@ def test_tables_never_mix_protocols_or_versions(results: Path) -> None:
         assert len({(e.record.protocol.id, e.record.protocol.version) for e in t.entries}) == 1
     listing = {key: t.listing for key, t in tables.items()}
     assert listing == {("known", 1): "archived", ("cross-dataset", 1): "archived",
-                       ("known", KNOWN_NOW): "ranked", ("raw-pretrained-attacker", 2): "diagnostic"}
+                       ("known", KNOWN_NOW): "ranked",
+                       ("raw-pretrained-attacker", RAW_NOW): "diagnostic"}
     known_now = tables[("known", KNOWN_NOW)]
     assert known_now.current and not tables[("known", 1)].current
     assert {e.name for e in known_now.entries if e.pareto} == PARETO_KNOWN
@@ -284,7 +286,7 @@ def test_tables_never_mix_protocols_or_versions(results: Path) -> None:
                                               "identity"]
     assert [e.rank_text for e in known_now.shown][:3] == ["1–2", "1–2", "3"]
     # archived and diagnostic tables rank nothing and mark no Pareto front
-    for key in (("known", 1), ("cross-dataset", 1), ("raw-pretrained-attacker", 2)):
+    for key in (("known", 1), ("cross-dataset", 1), ("raw-pretrained-attacker", RAW_NOW)):
         assert all(e.rank is None and not e.pareto for e in tables[key].entries)
         assert tables[key].shown == tables[key].entries and tables[key].unranked == []
 
@@ -331,34 +333,35 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     """Records of the next version (made entry by entry) are neither ranked nor archived:
     the archive page shows them first with how much of the current table they cover, the
     index links there, and the current table still ranks."""
-    now_version = PROTOCOLS.get("cross-dataset").version
-    next_version = NEXT["cross-dataset"].version
-    monkeypatch.setitem(FIXTURE, ("cross-dataset", now_version), FIXTURE[("known", KNOWN_NOW)])
-    monkeypatch.setitem(FIXTURE, ("cross-dataset", next_version),
+    now_version = PROTOCOLS.get("unseen-attackers").version
+    next_version = NEXT["unseen-attackers"].version
+    pid = "unseen-attackers"
+    monkeypatch.setitem(FIXTURE, (pid, now_version), FIXTURE[("known", KNOWN_NOW)])
+    monkeypatch.setitem(FIXTURE, (pid, next_version),
                         {"identity": (93.0, 86.0), "unet": (86.0, 58.0)})
     results = tmp_path / "results"
     for version in (now_version, next_version):
-        for name in FIXTURE[("cross-dataset", version)]:
-            rec = make_record("cross-dataset", version, name)
+        for name in FIXTURE[("unseen-attackers", version)]:
+            rec = make_record("unseen-attackers", version, name)
             if name == UNRANKED:  # a submitted file: only its author can re-make it
                 rec.submission.format = "torch.export"
-            write_record(rec, results / f"pa-synth-tiny__cross-dataset__v{version}__{name}.json")
+            write_record(rec, results / f"pa-synth-tiny__{pid}__v{version}__{name}.json")
     tables = _tables(results)
-    upcoming = tables[("cross-dataset", next_version)]
-    now = tables[("cross-dataset", now_version)]
+    upcoming = tables[("unseen-attackers", next_version)]
+    now = tables[("unseen-attackers", now_version)]
     assert (upcoming.listing, now.listing) == ("next", "ranked")
-    assert upcoming.spec == NEXT["cross-dataset"] and "tiny-slow3d" in upcoming.spec.attackers
+    assert upcoming.spec == NEXT["unseen-attackers"] and "tiny-tsm" in upcoming.spec.attackers
     assert upcoming.covers == (2, 5) and now.covers is None
     assert [e.name for e in upcoming.missing] == [UNRANKED, "box-blur-face", "downsample-4x"]
     command = (f"pabench evaluate baseline:box-blur-face,downsample-4x --protocol "
-               f"cross-dataset@{next_version} --benchmark pa-synth --preset tiny")
+               f"unseen-attackers@{next_version} --benchmark pa-synth --preset tiny")
     assert upcoming.remake_command == command
     assert all(e.rank is None and not e.pareto for e in upcoming.entries)
     out = tmp_path / "site"
     build_site(results, reported, out)
     index, archive = (out / "index.html").read_text(), (out / "archive.html").read_text()
     assert f'id="{upcoming.id}"' not in index and f'id="{now.id}"' in index
-    assert "cross-dataset v3: 2 of 5" in index and 'archive.html#next"' in index
+    assert "unseen-attackers v3: 2 of 5" in index and 'archive.html#next"' in index
     board = _section(archive, f'id="{upcoming.id}"')
     assert "next version v3, in preparation" in board and "2 of its 5 entries" in board
     assert f"Not re-made yet: {UNRANKED}, box-blur-face, downsample-4x." in board
@@ -383,7 +386,7 @@ def test_protocols_page_compares_current_rankings(results: Path, site: Path) -> 
     [agreement] = rank_agreement(_tables(results).values())
     # archived v1 tables stay out; the unranked memorizer is not an entry of known's current order
     assert [(t.protocol, t.version) for t in agreement.tables] == [
-        ("known", KNOWN_NOW), ("raw-pretrained-attacker", 2)]
+        ("known", KNOWN_NOW), ("raw-pretrained-attacker", RAW_NOW)]
     assert agreement.shared == [[4, 2], [2, 4]]  # identity and downsample-4x in both
     assert agreement.rho == [[1.0, None], [None, 1.0]]
     page = _section((site / "protocols.html").read_text(), "Do the protocols rank alike?",
@@ -392,7 +395,7 @@ def test_protocols_page_compares_current_rankings(results: Path, site: Path) -> 
 
 
 def test_diagnostic_protocol_is_shown_apart(results: Path, site: Path) -> None:
-    t = _tables(results)[("raw-pretrained-attacker", 2)]
+    t = _tables(results)[("raw-pretrained-attacker", RAW_NOW)]
     spec = PROTOCOLS.get("raw-pretrained-attacker")
     index = (site / "index.html").read_text()
     ranked_end = index.index('<section class="hero" id="diagnostics">')
@@ -401,7 +404,7 @@ def test_diagnostic_protocol_is_shown_apart(results: Path, site: Path) -> None:
     board = _section(index, f'id="{t.id}"')
     assert "diagnostic, not ranked" in board and spec.paper_setting in board
     table = _section(board, f'id="tbl-{t.id}"', "</table>")
-    assert table.count('<tr data-name=') == len(FIXTURE[("raw-pretrained-attacker", 2)])
+    assert table.count('<tr data-name=') == len(FIXTURE[("raw-pretrained-attacker", RAW_NOW)])
     assert table.count('class="control"') == 2 and table.count(">lossless control<") == 2
     for name in ("invert", "channel-permute"):
         row = _section(table, f'<tr data-name="{name}"', "</tr>")
