@@ -8,6 +8,7 @@ can use it without pulling in the evaluation engine.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import hashlib
 import json
@@ -16,7 +17,7 @@ import platform
 import re
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -136,6 +137,21 @@ def check_device(device: str) -> str:
     elif dev.type != "cpu":
         raise PabenchError(f"--device {device}: only cpu and cuda devices are supported")
     return device
+
+
+@contextlib.contextmanager
+def exact_float32() -> Iterator[None]:
+    """Run an anonymizer with TF32 off on GPUs. A TF32 convolution keeps 10 mantissa bits and
+    a GPU picks other kernels for another batch size, so a thresholded output (a segmenter's
+    mask) flipped pixels between a clip alone and in its batch on an H200, and GPU outputs
+    drift from CPU ones; the anonymizer's share of an evaluation's compute is small."""
+    conv, matmul = torch.backends.cudnn.conv, torch.backends.cuda.matmul
+    saved = conv.fp32_precision, matmul.fp32_precision
+    conv.fp32_precision = matmul.fp32_precision = "ieee"
+    try:
+        yield
+    finally:
+        conv.fp32_precision, matmul.fp32_precision = saved
 
 
 @functools.cache

@@ -308,3 +308,31 @@ def test_determinism_is_also_checked_on_benchmark_clips():
         validate(sub, frames=4, size=16, clips=clips)
     report = validate(from_module("ident", Identity()), frames=4, size=16, clips=clips)
     assert "batch_independent_on_benchmark_clips" in report.checks
+
+
+class SeesPrecision(torch.nn.Module):
+    """Identity that records the float32 precision its convolutions and matmuls would get."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[tuple[str, str]] = set()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.seen.add((torch.backends.cudnn.conv.fp32_precision,
+                       torch.backends.cuda.matmul.fp32_precision))
+        return x
+
+
+def test_anonymizers_run_without_tf32_and_the_setting_is_restored() -> None:
+    """A TF32 convolution made a segmenter's mask differ between a clip alone and in its batch
+    on an H200, so validation and anonymization run the anonymizer in IEEE float32."""
+    conv, matmul = torch.backends.cudnn.conv, torch.backends.cuda.matmul
+    saved = conv.fp32_precision, matmul.fp32_precision
+    conv.fp32_precision = matmul.fp32_precision = "tf32"
+    try:
+        module = SeesPrecision()
+        validate(from_module("sees", module), frames=4, size=16)
+        assert module.seen == {("ieee", "ieee")}
+        assert (conv.fp32_precision, matmul.fp32_precision) == ("tf32", "tf32")
+    finally:
+        conv.fp32_precision, matmul.fp32_precision = saved

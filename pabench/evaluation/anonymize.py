@@ -13,7 +13,7 @@ from pabench.data.clipset import ClipSet, as_frames, is_still, present
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy, sidecar
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
-from pabench.runtime import digest, rank_world
+from pabench.runtime import digest, exact_float32, rank_world
 from pabench.submission import Submission
 
 
@@ -70,7 +70,7 @@ def _apply(run: Run, sub: Submission, clips: ClipSet, batch: int, path: Path) ->
     stored_frames = 1 if still else length
     stage = f"anonymize {clips.name}/{clips.split}"
     calls = 0
-    with NpyWriter(path, (n, stored_frames, *videos.shape[2:])) as writer:
+    with NpyWriter(path, (n, stored_frames, *videos.shape[2:])) as writer, exact_float32():
         for i in range(0, n, batch):
             chunk = videos[i:i + batch]
             done = np.empty((len(chunk), stored_frames, *videos.shape[2:]), np.uint8)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from pabench.errors import PabenchError
+from pabench.runtime import exact_float32
 from pabench.submission.core import EXPORT_HINT, Submission
 from pabench.submission.measure import count_flops, peak_memory_mb
 
@@ -40,6 +41,7 @@ class ValidationReport:
     checks: list[str]
 
 
+@exact_float32()
 def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFAULT_BUDGETS,
              batch: int = 2, device: str = "cpu", clips: torch.Tensor | None = None
              ) -> ValidationReport:
@@ -126,8 +128,8 @@ def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFA
 
 
 # Batch independence forbids using other clips of a batch; it cannot ask for bitwise equality,
-# since a GPU picks other kernels (TF32 convolutions among them) for another batch size: 2e-4
-# apart on an H100 for pa-synth's learned baselines. Outputs are stored as uint8, so a gap under
+# since a GPU picks other kernels for another batch size: 2e-4 apart on an H100 for pa-synth's
+# learned baselines with TF32 on (it is off now, `exact_float32`). Outputs are stored as uint8, so a gap under
 # half a level cannot move a stored pixel by more than the rounding at a level's boundary.
 HALF_LEVEL = 0.5 / 255
 
