@@ -311,7 +311,7 @@ NEXT: dict[str, ProtocolSpec] = {p.id: _next(p) for p in _SPECS if p.benchmark =
 than one session has, so its records are made entry by entry (`--protocol ID@VERSION`) and
 shown apart, unranked, until they cover the current table; then its id joins `PROMOTED`."""
 
-PROMOTED = ("known", "cross-dataset", "raw-pretrained-attacker")
+PROMOTED = ("known", "cross-dataset", "novel", "raw-pretrained-attacker")
 """Protocols whose next version's records cover every entry of the current table: that
 version is current and the one it replaced joins `LEGACY` (its records are archived)."""
 
