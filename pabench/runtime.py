@@ -167,11 +167,23 @@ def git_revision() -> str:
         return ""
 
 
+def cpu_model() -> str:
+    """The processor's name, which `platform.platform()` (the OS and kernel) does not give:
+    CPU kernels differ between processors, so a model trained on another one can differ in its
+    last bits. Linux names it in /proc/cpuinfo; elsewhere `platform.processor()`."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
 def hardware_info(device: str, threads: int | None = None, workers: int = 1) -> dict[str, str]:
     """Where a record was computed; `threads` per model (numbers depend on it), `workers`
     models trained at once."""
-    info = {"platform": platform.platform(), "cpu_count": str(os.cpu_count()),
-            "torch": torch.__version__, "device": device,
+    info = {"platform": platform.platform(), "cpu": cpu_model(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "cpu_count": str(os.cpu_count()), "torch": torch.__version__, "device": device,
             "threads": str(threads or torch.get_num_threads())}
     if workers > 1:
         info["workers"] = str(workers)

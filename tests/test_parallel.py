@@ -37,6 +37,8 @@ def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path
     seq, par = records[1], records[2]
     assert par.hardware["workers"] == "2" and par.hardware["threads"] == "1"
     assert "workers" not in seq.hardware and seq.hardware["threads"] == "1"
+    assert seq.hardware["cpu"] and seq.hardware["cpu_capability"] in {
+        "DEFAULT", "VSX", "ZVECTOR", "NO AVX", "AVX2", "AVX512", "SVE256"}
     assert par.metrics == seq.metrics and par.attackers == seq.attackers
     assert par.raw == seq.raw and par.raw_attackers == seq.raw_attackers
     assert par.timings["train_side_by_side"] > 0 and "train_side_by_side" not in seq.timings

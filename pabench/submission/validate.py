@@ -129,8 +129,9 @@ def validate(sub: Submission, *, frames: int, size: int, budgets: Budgets = DEFA
 
 # Batch independence forbids using other clips of a batch; it cannot ask for bitwise equality,
 # since a GPU picks other kernels for another batch size: 2e-4 apart on an H100 for pa-synth's
-# learned baselines with TF32 on (it is off now, `exact_float32`). Outputs are stored as uint8, so a gap under
-# half a level cannot move a stored pixel by more than the rounding at a level's boundary.
+# learned baselines with TF32 on (it is off now, `exact_float32`). Outputs are stored as uint8,
+# so a gap under half a level cannot move a stored pixel by more than the rounding at a level's
+# boundary.
 HALF_LEVEL = 0.5 / 255
 
 
