@@ -72,7 +72,7 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
 }
 PARETO_KNOWN = {"identity", "unet"}
 RANKS_KNOWN = {"unet": (1, 2), "box-blur-face": (1, 2), "downsample-4x": (3, 3),
-                  "identity": (4, 4)}
+               "identity": (4, 4)}
 UNRANKED = "memorizer"
 MEMORIZER_FLAG = "consistency check failed: train-vs-test AUC 93.0 above 60.0"
 BASE_CMAP = 30.0
