@@ -60,7 +60,7 @@ def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_pat
     from pabench.runtime import pabench_home
 
     rec = _run("baseline:identity", tmp_path, synth_tiny)
-    path = tmp_path / "results" / "pa-synth__tiny__test-quick__v2__identity.json"
+    path = tmp_path / "results" / f"pa-synth__tiny__test-quick__v{QUICK.version}__identity.json"
     assert read_record(path).metrics == rec.metrics
     assert rec.raw is not None and rec.raw.action == rec.metrics.action
     assert rec.metrics.action_ci[0] <= rec.metrics.action <= rec.metrics.action_ci[1]
