@@ -139,6 +139,11 @@ def check_device(device: str) -> str:
     return device
 
 
+# The float32 precision anonymizers run under on GPUs (`exact_float32`); it moves their
+# outputs, so the anonymized-clip cache key carries it.
+ANONYMIZER_FLOAT32 = "ieee"
+
+
 @contextlib.contextmanager
 def exact_float32() -> Iterator[None]:
     """Run an anonymizer with TF32 off on GPUs. A TF32 convolution keeps 10 mantissa bits and
@@ -147,7 +152,7 @@ def exact_float32() -> Iterator[None]:
     drift from CPU ones; the anonymizer's share of an evaluation's compute is small."""
     conv, matmul = torch.backends.cudnn.conv, torch.backends.cuda.matmul
     saved = conv.fp32_precision, matmul.fp32_precision
-    conv.fp32_precision = matmul.fp32_precision = "ieee"
+    conv.fp32_precision = matmul.fp32_precision = ANONYMIZER_FLOAT32
     try:
         yield
     finally:

@@ -28,6 +28,7 @@ from pabench.data.hub import (
 )
 from pabench.data.npystore import NpyWriter, open_npy, verify_npy
 from pabench.errors import PabenchError
+from pabench.evaluation import anonymize as anonymize_module
 from pabench.evaluation.anonymize import anonymize, windows
 from pabench.evaluation.data import Run
 from pabench.protocols import PROTOCOLS
@@ -127,7 +128,7 @@ def test_fingerprint_reuses_digests_and_sees_changes(tmp_path: Path, monkeypatch
     assert verify_dataset(root) == {"test": False}  # the build recorded the old content
 
 
-def test_anonymized_copy_is_chunked_and_made_once(tmp_path: Path) -> None:
+def test_anonymized_copy_is_chunked_and_made_once(tmp_path: Path, monkeypatch) -> None:
     _dataset(tmp_path / "ds", 10)
     clips = load_clipset(tmp_path / "ds", "test", frames=6, size=16, cache_dir=tmp_path / "c")
     module = Recorder()
@@ -146,6 +147,10 @@ def test_anonymized_copy_is_chunked_and_made_once(tmp_path: Path) -> None:
     again = anonymize(_run(tmp_path, 4), sub, clips, batch=3)  # a new run: the disk cache
     assert module.calls == [] and again.fingerprint == out.fingerprint
     np.testing.assert_array_equal(again.videos, out.videos)
+    # outputs made under another float32 precision (TF32 before 3502ef1) are not reused
+    monkeypatch.setattr(anonymize_module, "ANONYMIZER_FLOAT32", "tf32")
+    anonymize(_run(tmp_path, 4), sub, clips, batch=3)
+    assert module.calls
 
 
 def test_still_images_are_stored_once_and_read_as_frames_and_clips(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pabench.data.clipset import ClipSet, as_frames, is_still, present
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy, sidecar
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
-from pabench.runtime import digest, exact_float32, rank_world
+from pabench.runtime import ANONYMIZER_FLOAT32, digest, exact_float32, rank_world
 from pabench.submission import Submission
 
 
@@ -31,8 +31,9 @@ def windows(length: int, frames: int) -> list[int]:
 
 @torch.no_grad()
 def anonymize(run: Run, sub: Submission, clips: ClipSet, batch: int = 32) -> ClipSet:
-    """`clips` as the anonymizer outputs them (cached by submission hash, data fingerprint and
-    clip shape); the output is checked for shape and finiteness on every batch.
+    """`clips` as the anonymizer outputs them (cached by submission hash, data fingerprint,
+    clip shape and the float32 precision it ran under); the output is checked for shape and
+    finiteness on every batch.
 
     The copy is written batch by batch into its own store and memory-mapped, so it costs disk,
     not memory. Rank 0 writes the shared cache; other ranks (which compute the same copy, as
@@ -40,7 +41,8 @@ def anonymize(run: Run, sub: Submission, clips: ClipSet, batch: int = 32) -> Cli
     mem_key = (sub.sha256, clips.name, clips.split)
     if mem_key in run.anonymized:
         return run.anonymized[mem_key]
-    key = digest(sub.sha256, clips.fingerprint, run.frames, run.size, STORE_FORMAT)
+    key = digest(sub.sha256, clips.fingerprint, run.frames, run.size, STORE_FORMAT,
+                 ANONYMIZER_FLOAT32)
     path = run.work_dir / "anonymized" / f"{key[:32]}.npy"
     out = open_npy(path)
     if out is None:
