@@ -108,6 +108,7 @@ class Replica(_Strict):
     seed: Count
     sha256: Sha256
     training_seed: Count | None = None
+    trained_on: dict[str, str] | None = None  # as `RecordMeta.trained_on`, for this seed's f_A
 
 
 class SubmissionInfo(_Strict):

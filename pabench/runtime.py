@@ -183,12 +183,20 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def numerics(device: str, threads: int | None = None) -> tuple[str, int | None, int]:
+    """Where a training computes, for cache keys: device type, CPU threads (`threads`, else
+    this process's) and DDP world size. Each changes kernels or reduction order, so the
+    weights' last bits, which training then amplifies."""
+    kind = torch.device(device).type
+    return kind, (threads or torch.get_num_threads()) if kind == "cpu" else None, rank_world()[1]
+
+
 def hardware_info(device: str, threads: int | None = None, workers: int = 1) -> dict[str, str]:
     """Where a record was computed; `threads` per model (numbers depend on it), `workers`
     models trained at once."""
     info = {"platform": platform.platform(), "cpu": cpu_model(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "cpu_count": str(os.cpu_count()), "torch": torch.__version__, "device": device,
+            "cpu_count": str(os.cpu_count()), "torch": str(torch.__version__), "device": device,
             "threads": str(threads or torch.get_num_threads())}
     if workers > 1:
         info["workers"] = str(workers)

@@ -197,11 +197,16 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
             passed=not memorizer),
         ranked=not (memorizer or diagnostic),
         submission=rec.submission.model_copy(update=dict(
-            training_seed=4, replicas=[Replica(seed=k, sha256=f"{k}" * 64, training_seed=4 + k)
+            meta=rec.submission.meta.model_copy(update=dict(trained_on=TRAINED_ON)),
+            training_seed=4, replicas=[Replica(seed=k, sha256=f"{k}" * 64, training_seed=4 + k,
+                                               trained_on={**TRAINED_ON, "threads": str(k)})
                                        for k in (1, 2)])) if name == "unet" else rec.submission,
         flags=flags + ([MEMORIZER_FLAG] if memorizer else [])
         + (["diagnostic protocol"] if diagnostic else []),
     ))
+
+
+TRAINED_ON = {"cpu": "Fixture CPU", "device": "cpu", "threads": "1"}
 
 
 def write_fixture_results(root: Path) -> Path:
@@ -443,12 +448,15 @@ def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
 
 
 def test_training_seeds_are_shown(results: Path, site: Path) -> None:
-    """A method scored over several training seeds says so in its row and lists them; a
-    trained method scored once is marked as one training seed's draw."""
+    """A method scored over several training seeds says so in its row and lists them, with
+    where its f_A was trained; a trained method scored once is marked as one training seed's
+    draw."""
     entries = {e.name: e for e in _tables(results)[("known", KNOWN_NOW)].entries}
     page = (site / "entries" / f"{entries['unet'].id}.html").read_text()
     assert "3 training seeds" in page and "1 training seed<" not in page
     assert "seed 2 <code class=\"hash\">" + "2" * 16 + "</code> (trained with seed 6)" in page
+    trained = _section(page, "<dt>f_A trained on</dt>", "</dd>")  # and where (seed 2's other)
+    assert "cpu: Fixture CPU" in trained and "threads: 1" in trained and "other hardware" in trained
     index = (site / "index.html").read_text()
     row = _section(index, 'data-name="unet"', "</tr>")
     assert "3 training seeds" in row

@@ -17,7 +17,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from pabench.anonymizers import get_anonymizer, learned_baselines
+from pabench.anonymizers import BuildContext, get_anonymizer, learned_baselines
 from pabench.anonymizers.learned import TRAIN_DATASET, AnonymizerUNet
 from pabench.anonymizers.learned_baselines import cache_path, load_or_train, training_data
 from pabench.anonymizers.segmenter import TRAIN_DATASET as SEGMENTER_TRAIN
@@ -31,6 +31,7 @@ from pabench.data.synth import (
     clip_rng,
 )
 from pabench.errors import PabenchError
+from pabench.evaluation.run import resolve_submission
 from pabench.protocols import PROTOCOLS
 from pabench.submission import load_submission, validate
 from pabench.training.anonymizer import (
@@ -158,7 +159,7 @@ def test_corrupt_cache_is_trained_over(tmp_path, monkeypatch):
     fresh = TrainResult(AnonymizerUNet(4).eval(), {"identity": {"steps": 1.0}})
     monkeypatch.setattr(learned_baselines, "train_anonymizer", lambda *a, **k: fresh)
     first = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
-    assert first is fresh and not first.cached
+    assert first.net is fresh.net and not first.cached
     monkeypatch.setattr(learned_baselines, "train_anonymizer",
                         lambda *a, **k: pytest.fail("retrained"))
     again = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
@@ -166,6 +167,45 @@ def test_corrupt_cache_is_trained_over(tmp_path, monkeypatch):
     x = torch.rand(1, 3, 2, 16, 16)
     with torch.no_grad():
         assert torch.equal(again.net(x), fresh.net(x))
+
+
+def test_a_cached_f_a_is_keyed_by_where_it_trained_and_its_records_say_where(tmp_path,
+                                                                             monkeypatch):
+    """The same recipe and seed train other weights on another thread count, so the cache
+    is keyed by it, and the payload, the evaluation's submission meta (every training seed's)
+    and the export's sidecar say where the weights were trained."""
+    trainings: list[int] = []
+
+    def fake(*args, **kwargs) -> TrainResult:
+        trainings.append(torch.get_num_threads())
+        return TrainResult(AnonymizerUNet(4).eval(), {"identity": {"steps": 1.0}})
+
+    monkeypatch.setattr(learned_baselines, "train_anonymizer", fake)
+    recipe = SPActRecipe(width=4)
+    threads = torch.get_num_threads()
+    first = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
+    assert first.trained_on is not None and first.trained_on["threads"] == str(threads)
+    assert first.trained_on["device"] == "cpu" and first.trained_on["cpu"]
+    again = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
+    assert again.cached and again.trained_on == first.trained_on and len(trainings) == 1
+    torch.set_num_threads(threads + 1)
+    try:
+        other = load_or_train("spact", "tiny", recipe=recipe, cache_dir=tmp_path)
+    finally:
+        torch.set_num_threads(threads)
+    assert not other.cached and trainings == [threads, threads + 1]
+    assert cache_path("spact", "tiny", recipe, tmp_path).is_file()
+    assert len(list(tmp_path.glob("spact-tiny-*.pt"))) == 2
+    sub = resolve_submission("baseline:spact", BuildContext(preset="tiny", cache_dir=tmp_path),
+                             seeds=2)
+    assert [s.meta.trained_on["threads"] for s in (sub, *sub.replicas)] == [str(threads)] * 2
+    monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
+    out = tmp_path / "spact.pt2"
+    res = runner.invoke(app, ["train-baseline", "spact", "--recipe", str(_micro(tmp_path, "spact")),
+                              "--out", str(out)], env={"COLUMNS": "200"})
+    assert res.exit_code == 0, res.output
+    sidecar = json.loads(out.with_suffix(".json").read_text())
+    assert sidecar["trained_on"]["threads"] == str(threads)
 
 
 def test_identity_pretraining_reproduces_the_input():

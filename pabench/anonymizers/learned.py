@@ -39,6 +39,9 @@ class AnonymizerUNet(nn.Module):
     skip connection's size, so any H and W export.
     """
 
+    trained_on: dict[str, str] | None = None
+    """Where a learned baseline's weights were trained (`hardware_info`), for its record."""
+
     def __init__(self, width: int = 16) -> None:
         super().__init__()
         self.enc1 = _block(6, width)

@@ -15,6 +15,7 @@ checkpoints it can resume from.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable
@@ -36,8 +37,11 @@ from pabench.runtime import (
     atomic_write_text,
     check_device,
     check_writable,
+    digest,
+    hardware_info,
     init_distributed,
     is_rank0,
+    numerics,
     pabench_home,
 )
 from pabench.submission import SubmissionMeta, TrainingData, check_format, export_submission
@@ -82,10 +86,14 @@ def recipe_digest(recipe: AnyRecipe) -> str:
     return hashlib.sha256(recipe.model_dump_json().encode()).hexdigest()[:12]
 
 
-def cache_path(method: str, data: str, recipe: AnyRecipe,
-               cache_dir: Path | None = None) -> Path:
-    """The cache file of `method` trained on `data` (a preset, or a real source's key)."""
-    return models_dir(cache_dir) / f"{method}-{data}-{VERSION}-{recipe_digest(recipe)}.pt"
+def cache_path(method: str, data: str, recipe: AnyRecipe, cache_dir: Path | None = None,
+               device: str = "cpu") -> Path:
+    """The cache file of `method` trained on `data` (a preset, or a real source's key) on
+    `device`: the same recipe trained with another thread count gave other weights (VITA,
+    seed 0: digest 488a2f8e33fc on 2 threads, 724890b52ec0 on 1), so where it trains is in
+    the key, as for the evaluation's fits."""
+    where = digest(*numerics(device))[:8]
+    return models_dir(cache_dir) / f"{method}-{data}-{VERSION}-{recipe_digest(recipe)}-{where}.pt"
 
 
 def load_or_train(method: str, source: TrainingSource | str, *,
@@ -102,7 +110,7 @@ def load_or_train(method: str, source: TrainingSource | str, *,
     and in it), so that a later export of a model an evaluation trained has its curves."""
     source = synth_source(source) if isinstance(source, str) else source
     spec = recipe if recipe is not None else default_recipe(method)
-    path = cache_path(method, source.key, spec, cache_dir)
+    path = cache_path(method, source.key, spec, cache_dir, device)
     checkpoint = path.with_suffix(".ckpt")
     if curves is None and is_rank0():  # e.g. `pabench evaluate baseline:NAME`: curves kept in
         # the cache for a later `train-baseline` export; they do not move the weights
@@ -112,15 +120,18 @@ def load_or_train(method: str, source: TrainingSource | str, *,
         net = AnonymizerUNet(spec.width)
         net.load_state_dict(payload["weights"])
         return TrainResult(net.eval(), payload["losses"], cached=True,
-                           curves=payload.get("curves", []))
+                           curves=payload.get("curves", []), trained_on=payload.get("trained_on"))
+
+    def train() -> TrainResult:
+        result = train_anonymizer(spec, source, device=device, progress=progress, log=log,
+                                  curves=curves, eval_every=eval_every, checkpoint=checkpoint,
+                                  resume=resume)
+        return dataclasses.replace(result, trained_on=hardware_info(device))
 
     result = cached(
-        path, restore=restore,
-        train=lambda: train_anonymizer(spec, source, device=device, progress=progress, log=log,
-                                       curves=curves, eval_every=eval_every,
-                                       checkpoint=checkpoint, resume=resume),
+        path, restore=restore, train=train,
         state=lambda result: {"weights": result.net.state_dict(), "losses": result.losses,
-                              "curves": result.curves},
+                              "curves": result.curves, "trained_on": result.trained_on},
         what=f"baseline '{method}' for {'real data' if source.real else 'pa-synth'} "
              f"{source.key}",
     )
@@ -213,7 +224,8 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
     name = f"{method}-{recipe_digest(spec)}"
     meta = SubmissionMeta(name=name, paper_url=PAPERS.get(method),
                           training_data=training_data(method, spec, source),
-                          training_recipe=spec.model_dump(mode="json"))
+                          training_recipe=spec.model_dump(mode="json"),
+                          trained_on=result.trained_on)
     sidecar = atomic_write_text(written.with_suffix(".json"),
                                 meta.model_dump_json(indent=2, exclude_none=True) + "\n")
     attack = None
@@ -222,7 +234,7 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
             written.with_suffix(".held-out-attack.json"),
             json.dumps({"name": name, **asdict(measured)}, indent=2) + "\n")
     return TrainedExport(name, source.preset, fmt, written, sidecar, curve_files,
-                         cache_path(method, source.key, spec), result, attack)
+                         cache_path(method, source.key, spec, device=device), result, attack)
 
 
 def _training_seed(method: str, replica: int) -> int:
@@ -236,9 +248,10 @@ def _build(method: str, ctx: BuildContext) -> nn.Module:
                            "the file it writes")
     recipe = default_recipe(method)
     recipe = recipe.model_copy(update={"seed": _training_seed(method, ctx.replica)})
-    net = load_or_train(method, ctx.preset, recipe=recipe, cache_dir=ctx.cache_dir,
-                        device=ctx.device).net
-    return net.to(ctx.device).eval()
+    result = load_or_train(method, ctx.preset, recipe=recipe, cache_dir=ctx.cache_dir,
+                           device=ctx.device)
+    result.net.trained_on = result.trained_on
+    return result.net.to(ctx.device).eval()
 
 
 for _method, _desc in (

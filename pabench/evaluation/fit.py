@@ -16,7 +16,7 @@ from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.models import build_model
-from pabench.runtime import atomic_write, digest, is_rank0, rank_world
+from pabench.runtime import atomic_write, digest, is_rank0, numerics
 from pabench.training import FitSpec, Trace, fit, predict, prepare
 
 FIT_CODE_VERSION = "fit-v3"  # v3: channels_last layouts (rounding moves)
@@ -53,10 +53,8 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
                    # moves no number (tests/test_training_path.py), so it is not in the key
                    loader_workers=LOADER_WORKERS if run.benchmark == "real"
                    and torch.device(run.device).type == "cuda" else 0)
-    # where and how it computes moves the numbers too: device type, CPU threads, DDP world
-    # size, autocast dtype
-    where = (torch.device(run.device).type, run.threads if run.device == "cpu" else None,
-             rank_world()[1], str(spec.amp_dtype))
+    # where and how it computes moves the numbers too, as does the autocast dtype
+    where = (*numerics(run.device, run.threads), str(spec.amp_dtype))
     fit_key = digest(FIT_CODE_VERSION, p.version, model, task, train.fingerprint, seed,
                      p.schedule.model_dump(), p.augment, run.frames, run.size, where)[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]

@@ -52,13 +52,15 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
         return sub
     name = text.split(":", 1)[1]
     baseline = get_anonymizer(name)
-    # learned baselines declare what they trained on, so novel protocols can check it
-    meta = (SubmissionMeta(name=name, training_data=baseline.training_data)
-            if baseline.training_data is not None else None)
 
     def build(k: int) -> Submission:
         # on the evaluation's device: a segmenter's weights would stay on the CPU otherwise
         module = baseline.build(dataclasses.replace(ctx, replica=k)).to(ctx.device)
+        # learned baselines declare what they trained on, so novel protocols can check it,
+        # and where, since the same seed trains other weights elsewhere
+        meta = (SubmissionMeta(name=name, training_data=baseline.training_data,
+                               trained_on=getattr(module, "trained_on", None))
+                if baseline.training_data is not None else None)
         sub = from_module(name, module, meta)
         sub.training_seed = baseline.training_seed(k) if baseline.training_seed else None
         return sub
@@ -208,7 +210,8 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
                                          peak_memory_mb=report.peak_memory_mb,
                                          checks=list(report.checks)),
             training_seed=sub.training_seed,
-            replicas=[Replica(seed=run.seeds[k], sha256=r.sha256, training_seed=r.training_seed)
+            replicas=[Replica(seed=run.seeds[k], sha256=r.sha256, training_seed=r.training_seed,
+                              trained_on=r.meta.trained_on)
                       for k, r in enumerate(sub.replicas, 1)],
         ),
         metrics=metrics, attackers=attackers, raw=raw_metrics, raw_attackers=raw_attackers,

@@ -32,6 +32,9 @@ class SubmissionMeta(BaseModel):
     training_data: TrainingData = TrainingData()
     # settings and seeds an in-repo training used (`pabench train-baseline`), to retrain it
     training_recipe: dict[str, JsonValue] | None = None
+    # where it trained (platform, processor, device, threads): the same recipe and seed give
+    # other weights elsewhere
+    trained_on: dict[str, str] | None = None
 
 
 def read_meta(path: Path) -> SubmissionMeta:

@@ -284,6 +284,8 @@ class TrainResult:
     losses: dict[str, dict[str, float]]
     cached: bool = False
     curves: list[dict[str, float]] = field(default_factory=list)  # `Curves` rows, if measured
+    trained_on: dict[str, str] | None = None  # `hardware_info` of the training (None: cached
+    # before caches kept it)
 
 
 def _take_frames(video: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
