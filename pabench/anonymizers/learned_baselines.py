@@ -6,10 +6,10 @@ MPPAR): registered, trained on first use and cached, and exported.
 from a seed namespace no benchmark split uses, with known actions only (and, for the VITA
 family, known attributes only), against architectures no protocol scores with, and caches the
 weights under `BuildContext.cache_dir` keyed by the training data (preset, or the real
-datasets' fingerprints), `VERSION` (the code), a hash of the recipe and where it trains. `train_and_export`
-(`pabench train-baseline`) trains on pa-synth or on two built real datasets and writes the
-result as a submission file with its sidecar, the curves of its training beside it, and
-checkpoints it can resume from.
+datasets' fingerprints), `VERSION` (the code), a hash of the recipe and where it trains.
+`train_and_export` (`pabench train-baseline`) trains on pa-synth or on two built real datasets
+and writes the result as a submission file with its sidecar, the curves of its training beside
+it, and checkpoints it can resume from.
 """
 
 from __future__ import annotations
