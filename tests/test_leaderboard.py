@@ -366,15 +366,16 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     build_site(results, reported, out)
     index, archive = (out / "index.html").read_text(), (out / "archive.html").read_text()
     assert f'id="{upcoming.id}"' not in index and f'id="{now.id}"' in index
-    assert "unseen-attackers v3: 2 of 5" in index and 'archive.html#next"' in index
+    assert f"unseen-attackers v{next_version}: 2 of 5" in index and 'archive.html#next"' in index
     board = _section(archive, f'id="{upcoming.id}"')
-    assert "next version v3, in preparation" in board and "2 of its 5 entries" in board
+    assert f"next version v{next_version}, in preparation" in board
+    assert "2 of its 5 entries" in board
     assert f"Not re-made yet: {UNRANKED}, box-blur-face, downsample-4x." in board
     assert f"<code>{command}</code>" in board
     assert 'class="num rank"' not in board
     page = (out / "entries" / f"{upcoming.entries[0].id}.html").read_text()
     assert 'href="../archive.html#' in page and "In preparation" in page
-    assert "v3 in preparation" in (out / "protocols.html").read_text()
+    assert f"v{next_version} in preparation" in (out / "protocols.html").read_text()
 
 
 def test_spearman_agreement_over_shared_entries() -> None:

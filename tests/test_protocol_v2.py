@@ -15,7 +15,15 @@ from pabench.errors import PabenchError
 from pabench.evaluation.config import expand
 from pabench.evaluation.score import _joint_ci
 from pabench.metrics import cmap_fixed, privacy_scores, scorable
-from pabench.protocols import LEGACY, PROTOCOLS, VERSION, Schedule, get_protocol, protocols_for
+from pabench.protocols import (
+    LEGACY,
+    NEXT,
+    PROTOCOLS,
+    VERSION,
+    Schedule,
+    get_protocol,
+    protocols_for,
+)
 from pabench.submission import from_module
 from pabench.training import FitSpec, fit
 
@@ -76,7 +84,11 @@ def test_training_records_its_curve_and_retries_an_early_best():
 
 def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
     for pid, spec in PROTOCOLS.items():
-        assert spec.version == max(old_versions(pid)) + 1 >= VERSION and len(spec.seeds) >= 3
+        below = [v for v in old_versions(pid) if v < spec.version]
+        assert spec.version == max(below) + 1 >= VERSION and len(spec.seeds) >= 3
+        # a version in preparation superseded before it was promoted stays reproducible
+        # (unseen-attackers@3, by v4), below the next one
+        assert all(v < NEXT[pid].version for v in old_versions(pid) if v > spec.version)
         assert spec.schedule.lr_decay == "cosine" and spec.schedule.stop_on == "loss"
         assert spec.schedule.window > 4 and spec.schedule.retry_lrs
         assert any(m for m in spec.attackers if _kind(m) == "video"), pid
@@ -154,23 +166,28 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
     assert secret not in private.model_dump_json()
 
 
-def test_the_next_version_changes_only_the_attackers():
-    """v3 keeps every other setting of v2, names registered models with a video attacker, and
-    `ID@3` reaches it: made entry by entry (`NEXT`), or current once its records covered the v2
-    table (`PROMOTED`, with v2 kept in `LEGACY`)."""
-    from pabench.protocols import NEXT, PROMOTED
+def test_v3_changes_only_the_attackers_and_v4_only_standardizes():
+    """v3 keeps every other setting of v2 and names registered models with a video attacker;
+    it is current once its records covered the v2 table (`PROMOTED`, v2 kept in `LEGACY`),
+    else superseded by v4 before promotion (kept in `LEGACY`). v4 (`NEXT`, made entry by
+    entry) is v3 with standardized model inputs, for every pa-synth protocol."""
+    from pabench.protocols import PROMOTED
 
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
-    assert set(NEXT) | set(PROMOTED) == synth and not set(NEXT) & set(PROMOTED)
+    assert set(NEXT) == synth
     for pid in synth:
-        upcoming = get_protocol(f"{pid}@3")
+        v3 = get_protocol(f"{pid}@3")
         now = LEGACY[pid, VERSION] if pid in PROMOTED else PROTOCOLS.get(pid)
-        assert upcoming == (PROTOCOLS.get(pid) if pid in PROMOTED else NEXT[pid])
-        assert upcoming.version == now.version + 1 and get_protocol(f"{pid}@2") == now
-        moved = {k for k, v in upcoming.model_dump().items() if now.model_dump()[k] != v}
+        assert v3 == (PROTOCOLS.get(pid) if pid in PROMOTED else LEGACY[pid, 3])
+        assert v3.version == now.version + 1 and get_protocol(f"{pid}@2") == now
+        moved = {k for k, v in v3.model_dump().items() if now.model_dump()[k] != v}
         assert moved <= {"version", "attackers", "description"}
-        assert "tiny-c3d" not in upcoming.attackers and "tiny-vit2d" not in upcoming.attackers
-        assert any(_kind(m) == "video" for m in upcoming.attackers), pid
+        assert "tiny-c3d" not in v3.attackers and "tiny-vit2d" not in v3.attackers
+        assert any(_kind(m) == "video" for m in v3.attackers), pid
+        v4 = get_protocol(f"{pid}@4")
+        assert v4 == NEXT[pid] and v4.standardize and not v3.standardize
+        moved = {k for k, v in v4.model_dump().items() if v3.model_dump()[k] != v}
+        assert moved == {"version", "standardize", "description"}
     everything = expand("baseline:identity,black", "all@3", preset="tiny")
     assert [(c.submission, c.spec) for c in everything] == [
         (f"baseline:{name}", get_protocol(f"{p.id}@3")) for name in ("identity", "black")

@@ -15,9 +15,8 @@ import torch
 from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
-from pabench.models import build_model
 from pabench.runtime import atomic_write, digest, is_rank0, numerics
-from pabench.training import FitSpec, Trace, fit, predict, prepare
+from pabench.training import FitSpec, Trace, build_for, fit, predict, prepare
 
 FIT_CODE_VERSION = "fit-v3"  # v3: channels_last layouts (rounding moves)
 LOADER_WORKERS = 4  # real data on a GPU: processes per rank gathering batches ahead
@@ -48,7 +47,7 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     n_out = len(train.action_classes if target == "action" else train.attribute_names)
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
                    clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
-                   augment=p.augment, seed=seed, device=run.device,
+                   augment=p.augment, seed=seed, device=run.device, standardize=p.standardize,
                    # gathering from a store larger than memory runs behind a GPU step; it
                    # moves no number (tests/test_training_path.py), so it is not in the key
                    loader_workers=LOADER_WORKERS if run.benchmark == "real"
@@ -56,7 +55,8 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     # where and how it computes moves the numbers too, as does the autocast dtype
     where = (*numerics(run.device, run.threads), str(spec.amp_dtype))
     fit_key = digest(FIT_CODE_VERSION, p.version, model, task, train.fingerprint, seed,
-                     p.schedule.model_dump(), p.augment, run.frames, run.size, where)[:32]
+                     p.schedule.model_dump(), p.augment, run.frames, run.size, where,
+                     *(("standardize",) if p.standardize else ()))[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
     return FitPlan(spec, y, run.work_dir / "models" / f"{fit_key}.pt",
                    run.work_dir / "predictions" / f"{pred_key}.npz")
@@ -92,7 +92,7 @@ def fit_predict(run: Run, model: str, target: Literal["action", "attributes"], t
         return cached
     try:
         state = torch.load(fp.weights_path, map_location=run.device, weights_only=True)
-        net = prepare(build_model(model, fp.spec.num_outputs, run.size), run.device)
+        net = prepare(build_for(fp.spec), run.device)
         net.load_state_dict(state["weights"])
         traces = _traces(state["traces"])
     except FileNotFoundError:

@@ -109,6 +109,11 @@ class ProtocolSpec(_Frozen):
     strength_floor: float | None = None
     # train a classifier to tell anonymized train clips from test clips; must be at chance
     consistency_check: bool = False
+    # v4: every target and attacker sees each pixel and channel of its input standardized by
+    # its own training clips' statistics (`pabench.training.Standardized`): attackers fed a
+    # fixed pattern that varies by a grey level stayed at chance while a linear probe read
+    # the attributes
+    standardize: bool = False
 
 
 PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
@@ -315,11 +320,33 @@ PROMOTED = ("known", "cross-dataset", "novel", "raw-pretrained-attacker")
 """Protocols whose next version's records cover every entry of the current table: that
 version is current and the one it replaced joins `LEGACY` (its records are archived)."""
 
+
+
+def _standardized(spec: ProtocolSpec) -> ProtocolSpec:
+    """The spec as version 4 runs it: v3 with every target and attacker fed each pixel and
+    channel standardized by its own training clips (`standardize`). Under v3 the learned
+    baselines' outputs (a fixed pattern varying by a grey level between clips) left attackers
+    at chance while a linear probe on the same clips read the attributes almost as on raw ones
+    (baselines/README.md, "Attackers blind to a fixed pattern")."""
+    return spec.model_copy(update=dict(
+        version=4, standardize=True,
+        description=f"{spec.description} Version 4: every model sees each pixel and colour "
+        "channel of its input standardized by its own training clips' mean and spread, so an "
+        "output that hides small variations under a fixed pattern does not blind it."))
+
+
 for spec in _SPECS:
     if spec.id in PROMOTED:
         LEGACY[spec.id, spec.version] = spec
         spec = NEXT.pop(spec.id)
     PROTOCOLS.add(spec.id, spec)
+    if spec.benchmark == "pa-synth":
+        # v4 supersedes the version in preparation too (unseen-attackers@3, never promoted:
+        # its records stay reproducible as a legacy version)
+        pending = NEXT.pop(spec.id, None)
+        if pending is not None:
+            LEGACY[pending.id, pending.version] = pending
+        NEXT[spec.id] = _standardized(pending or spec)
 
 
 def protocols_for(benchmark: str) -> list[ProtocolSpec]:

@@ -45,6 +45,7 @@ class FitSpec:
     frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
     loader_workers: int = 0  # processes reading batches and prediction chunks ahead
     amp: Literal["auto", "off", "bf16", "fp16"] = "auto"  # see `amp_dtype`
+    standardize: bool = False  # see `Standardized` (protocol v4)
 
     @property
     def amp_dtype(self) -> torch.dtype | None:
@@ -285,6 +286,54 @@ def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.n
     return loss, cmap if np.isfinite(cmap) else 0.0
 
 
+class Standardized(nn.Module):
+    """`model` fed each pixel position and colour channel standardized by its mean and spread
+    over the training clips (protocol v4). The learned baselines' pa-synth outputs are a fixed
+    pattern that varies by 0.3-0.9 grey levels from clip to clip; convolution + BatchNorm
+    models fed them as they are stayed at chance (validation loss ln 2) although a linear probe
+    read the attributes almost as on raw clips. Per channel alone does not help (the fixed
+    pattern sets the spread); per pixel does (baselines/README.md, "Attackers blind to a fixed
+    pattern"). The statistics are buffers, so cached weights carry them."""
+
+    def __init__(self, model: nn.Module, size: int) -> None:
+        super().__init__()
+        self.model = model
+        self.register_buffer("mean", torch.zeros(3, size, size))
+        self.register_buffer("std", torch.ones(3, size, size))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = (1, 3, *(1,) * (x.dim() - 4), *self.mean.shape[1:])
+        return self.model((x - self.mean.view(shape)) / self.std.view(shape))
+
+
+# a sixteenth of a grey level: one level becomes at most 16 standard deviations, and a pixel
+# constant over every training clip stays 0 rather than dividing by zero
+MIN_STD = 1 / (255 * 16)
+
+
+def pixel_stats(videos: np.ndarray, chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and std [3, H, W] of each pixel position and channel over every clip and frame of
+    `videos` (uint8 [N, T, H, W, 3]), read `chunk` videos at a time so a memory-mapped split is
+    never copied whole."""
+    total = np.zeros(videos.shape[2:])
+    squares = np.zeros(videos.shape[2:])
+    for i in range(0, len(videos), chunk):
+        x = np.asarray(videos[i:i + chunk], dtype=np.float64) / 255
+        total += x.sum((0, 1))
+        squares += (x * x).sum((0, 1))
+    count = videos.shape[0] * videos.shape[1]
+    mean = total / count
+    std = np.sqrt(np.maximum(squares / count - mean * mean, 0.0))
+    return (torch.tensor(mean.transpose(2, 0, 1), dtype=torch.float32),
+            torch.tensor(std.transpose(2, 0, 1), dtype=torch.float32).clamp_min(MIN_STD))
+
+
+def build_for(spec: FitSpec) -> nn.Module:
+    """A fresh model as `spec` trains it: behind `Standardized` when the protocol asks."""
+    model = build_model(spec.model, spec.num_outputs, spec.input_size)
+    return Standardized(model, spec.input_size) if spec.standardize else model
+
+
 def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
         progress: Progress | None = None, stage: str = "train"
         ) -> tuple[nn.Module, list[Trace]]:
@@ -294,11 +343,13 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     if MODELS.get(spec.model).kind == "video" and videos.shape[1] < spec.clip_frames:
         raise PabenchError(f"{stage}: videos of {videos.shape[1]} frames are shorter than "
                            f"{spec.model}'s {spec.clip_frames}-frame clip")
-    model, trace = _attempt(spec, videos, targets, sched.lr, progress, stage)
+    stats = pixel_stats(videos) if spec.standardize else None
+    model, trace = _attempt(spec, videos, targets, sched.lr, progress, stage, stats)
     traces = [trace]
     if sched.retry_lrs and trace.best_epoch <= max(1, sched.max_epochs // 10):
         for lr in sched.retry_lrs:
-            m, t = _attempt(spec, videos, targets, lr, progress, f"{stage}, retry at lr {lr:g}")
+            m, t = _attempt(spec, videos, targets, lr, progress, f"{stage}, retry at lr {lr:g}",
+                            stats)
             traces.append(t)
             if t.best_loss < min(x.best_loss for x in traces[:-1]):
                 model = m
@@ -311,7 +362,8 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
 
 
 def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
-             progress: Progress | None, stage: str) -> tuple[nn.Module, Trace]:
+             progress: Progress | None, stage: str,
+             stats: tuple[torch.Tensor, torch.Tensor] | None) -> tuple[nn.Module, Trace]:
     sched = spec.schedule
     torch.manual_seed(spec.seed)
     rng = np.random.default_rng(spec.seed)
@@ -322,7 +374,11 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
     order = rng.permutation(len(videos))
     n_val = max(1, int(round(len(videos) * sched.val_fraction)))
     val, train = order[:n_val], order[n_val:]
-    model = prepare(build_model(spec.model, spec.num_outputs, spec.input_size), spec.device)
+    model = build_for(spec)
+    if isinstance(model, Standardized) and stats is not None:
+        model.mean.copy_(stats[0])
+        model.std.copy_(stats[1])
+    model = prepare(model, spec.device)
     rank, world = rank_world()
     distributed = is_distributed()
     net = wrap_ddp(model, spec.device)
