@@ -1,0 +1,104 @@
+"""Do attackers miss what an anonymizer's output still carries? Evidence behind protocol v4.
+
+For a baseline's f_A (one per training seed), on anonymized clips of `unseen-attackers`'
+privacy *training* split (2/3 to fit, the other third to score; no test clip is read):
+- `--probe`: a linear probe (logistic regression on each clip's 8x8-pooled colour mean and
+  temporal spread, every feature standardized) with its held-out mAP over the attributes,
+  beside the output's spread between clips and over frames in grey levels;
+- `--attacker MODEL`: the protocol's attacker trained as a fit is (its schedule, seed 0) on the
+  clips as they are and contrast-stretched (`--stretch channel|pixel`: each channel, or each
+  pixel and channel, mapped to 128 +- 40 grey levels per training std).
+
+    python benchmarks/fixed_pattern.py --method vita --probe
+    python benchmarks/fixed_pattern.py --method vita --seeds 1 --attacker tiny2d-wide
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import average_precision_score
+from sklearn.preprocessing import StandardScaler
+
+from pabench.anonymizers import BuildContext
+from pabench.evaluation.anonymize import anonymize
+from pabench.evaluation.config import EvaluationConfig
+from pabench.evaluation.data import load, start_run, view
+from pabench.evaluation.fit import plan
+from pabench.evaluation.run import resolve_submission
+from pabench.training import fit, predict
+
+
+def features(videos: np.ndarray) -> np.ndarray:
+    """[N, T, H, W, 3] uint8 -> per clip the 8x8-pooled colour mean and temporal spread."""
+    x = np.asarray(videos, dtype=np.float32) / 255
+    n, _, h, w, c = x.shape
+    pooled = [s.reshape(n, 8, h // 8, 8, w // 8, c).mean((2, 4)).reshape(n, -1)
+              for s in (x.mean(1), x.std(1))]
+    return np.concatenate(pooled, 1)
+
+
+def held_out_map(y: np.ndarray, te: np.ndarray, scores: np.ndarray) -> float:
+    """mAP over the attributes with both classes among the scored clips."""
+    aps = [average_precision_score(y[te, a], scores[:, a]) for a in range(y.shape[1])
+           if 0 < y[te, a].sum() < len(te)]
+    return 100 * float(np.mean(aps))
+
+
+def stretch(videos: np.ndarray, tr: np.ndarray, per: str) -> np.ndarray:
+    x = np.asarray(videos, dtype=np.float32)
+    axes = (0, 1, 2, 3) if per == "channel" else (0, 1)
+    mean, std = x[tr].mean(axes), np.maximum(x[tr].std(axes), 1 / 16)
+    return np.clip(np.rint(128 + (x - mean) / std * 40), 0, 255).astype(np.uint8)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--method", default="vita")
+    ap.add_argument("--seeds", default="0,1,2", help="training seeds of f_A")
+    ap.add_argument("--protocol", default="unseen-attackers@3")
+    ap.add_argument("--probe", action="store_true")
+    ap.add_argument("--attacker", default=None)
+    ap.add_argument("--stretch", default="pixel", choices=["channel", "pixel"])
+    args = ap.parse_args()
+    config = EvaluationConfig(f"baseline:{args.method}", args.protocol, preset="tiny").resolved()
+    run = start_run(config, "cpu", None, 1)
+    ref = run.protocol.privacy_train
+    clips = view(load(run, ref), ref)
+    y = clips.attributes
+    order = np.random.default_rng(0).permutation(len(clips))
+    cut = 2 * len(order) // 3
+    tr, te = np.sort(order[:cut]), np.sort(order[cut:])
+    seeds = [int(s) for s in args.seeds.split(",")]
+    sub = resolve_submission(f"baseline:{args.method}", BuildContext(preset="tiny"),
+                             seeds=max(seeds) + 1)
+    for k in seeds:
+        anon = sub.for_seed(k)
+        out = np.asarray(anonymize(run, anon, clips).videos)
+        tag = f"{args.method} seed {k} ({anon.sha256[:12]})"
+        if args.probe:
+            x = StandardScaler().fit(features(out)[tr]).transform(features(out))
+            scores = np.stack([LogisticRegression(C=0.1, max_iter=2000).fit(x[tr], y[tr, a])
+                               .predict_proba(x[te])[:, 1] for a in range(y.shape[1])], 1)
+            o = out.astype(np.float32)
+            print(f"{tag}: linear probe {held_out_map(y, te, scores):.1f} mAP; spread between "
+                  f"clips {o.std(0).mean():.2f}, over frames {o.std(1).mean():.2f} grey levels",
+                  flush=True)
+        if args.attacker:
+            spec = plan(run, args.attacker, "attributes", clips, clips, 0, "probe").spec
+            for name, videos in (("as is", out), (f"stretched per {args.stretch}",
+                                                  stretch(out, tr, args.stretch))):
+                start = time.perf_counter()
+                net, traces = fit(spec, videos[tr], y[tr])
+                p = predict(net, spec, videos[te], clips=run.protocol.clip.test_clips)
+                p = p.mean(1) if p.ndim == 3 else p
+                print(f"{tag} {name}: {args.attacker} {held_out_map(y, te, p):.1f} mAP (best "
+                      f"epochs {[t.best_epoch for t in traces]}, "
+                      f"{time.perf_counter() - start:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
