@@ -6,8 +6,8 @@ privacy *training* split (2/3 to fit, the other third to score; no test clip is 
   temporal spread, every feature standardized) with its held-out mAP over the attributes,
   beside the output's spread between clips and over frames in grey levels;
 - `--attacker MODEL`: the protocol's attacker trained as a fit is (its schedule, seed 0) on the
-  clips as they are and contrast-stretched (`--stretch channel|pixel`: each channel, or each
-  pixel and channel, mapped to 128 +- 40 grey levels per training std).
+  clips as they are and contrast-stretched (`--stretch channel|pixel|center`, see `stretch`;
+  mapped to 128 +- 40 grey levels per training std).
 
     python benchmarks/fixed_pattern.py --method vita --probe
     python benchmarks/fixed_pattern.py --method vita --seeds 1 --attacker tiny2d-wide
@@ -49,9 +49,16 @@ def held_out_map(y: np.ndarray, te: np.ndarray, scores: np.ndarray) -> float:
 
 
 def stretch(videos: np.ndarray, tr: np.ndarray, per: str) -> np.ndarray:
+    """`channel`: each channel by its mean and std; `pixel`: each pixel and channel by its own
+    (std floored at 1/16 grey level); `center`: each pixel less its mean, each channel then
+    divided by the std that is left."""
     x = np.asarray(videos, dtype=np.float32)
     axes = (0, 1, 2, 3) if per == "channel" else (0, 1)
-    mean, std = x[tr].mean(axes), np.maximum(x[tr].std(axes), 1 / 16)
+    mean = x[tr].mean(axes)
+    if per == "center":
+        std = np.maximum((x[tr] - mean).std((0, 1, 2, 3)), 1 / 16)
+    else:
+        std = np.maximum(x[tr].std(axes), 1 / 16)
     return np.clip(np.rint(128 + (x - mean) / std * 40), 0, 255).astype(np.uint8)
 
 
@@ -62,7 +69,7 @@ def main() -> None:
     ap.add_argument("--protocol", default="unseen-attackers@3")
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--attacker", default=None)
-    ap.add_argument("--stretch", default="pixel", choices=["channel", "pixel"])
+    ap.add_argument("--stretch", default="pixel", choices=["channel", "pixel", "center"])
     args = ap.parse_args()
     config = EvaluationConfig(f"baseline:{args.method}", args.protocol, preset="tiny").resolved()
     run = start_run(config, "cpu", None, 1)

@@ -109,9 +109,9 @@ class ProtocolSpec(_Frozen):
     strength_floor: float | None = None
     # train a classifier to tell anonymized train clips from test clips; must be at chance
     consistency_check: bool = False
-    # v4: every target and attacker sees each pixel and channel of its input standardized by
-    # its own training clips' statistics (`pabench.training.Standardized`): attackers fed a
-    # fixed pattern that varies by a grey level stayed at chance while a linear probe read
+    # v4: every target and attacker sees its input less its own training clips' mean image,
+    # each channel scaled by the spread left (`pabench.training.Standardized`): attackers fed
+    # a fixed pattern that varies by a grey level stayed at chance while a linear probe read
     # the attributes
     standardize: bool = False
 
@@ -323,15 +323,15 @@ version is current and the one it replaced joins `LEGACY` (its records are archi
 
 
 def _standardized(spec: ProtocolSpec) -> ProtocolSpec:
-    """The spec as version 4 runs it: v3 with every target and attacker fed each pixel and
-    channel standardized by its own training clips (`standardize`). Under v3 the learned
-    baselines' outputs (a fixed pattern varying by a grey level between clips) left attackers
-    at chance while a linear probe on the same clips read the attributes almost as on raw ones
-    (baselines/README.md, "Attackers blind to a fixed pattern")."""
+    """The spec as version 4 runs it: v3 with every target and attacker fed its input less its
+    own training clips' mean image, each channel scaled by the spread left (`standardize`).
+    Under v3 the learned baselines' outputs (a fixed pattern varying by a grey level between
+    clips) left attackers at chance while a linear probe on the same clips read the attributes
+    almost as on raw ones (baselines/README.md, "Attackers blind to a fixed pattern")."""
     return spec.model_copy(update=dict(
         version=4, standardize=True,
-        description=f"{spec.description} Version 4: every model sees each pixel and colour "
-        "channel of its input standardized by its own training clips' mean and spread, so an "
+        description=f"{spec.description} Version 4: every model sees its input less the mean "
+        "image of its own training clips, each colour channel scaled by the spread left, so an "
         "output that hides small variations under a fixed pattern does not blind it."))
 
 

@@ -287,34 +287,37 @@ def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.n
 
 
 class Standardized(nn.Module):
-    """`model` fed each pixel position and colour channel standardized by its mean and spread
-    over the training clips (protocol v4). The learned baselines' pa-synth outputs are a fixed
-    pattern that varies by 0.3-0.9 grey levels from clip to clip; convolution + BatchNorm
-    models fed them as they are stayed at chance (validation loss ln 2) although a linear probe
-    read the attributes almost as on raw clips. Per channel alone does not help (the fixed
-    pattern sets the spread); per pixel does (baselines/README.md, "Attackers blind to a fixed
-    pattern"). The statistics are buffers, so cached weights carry them."""
+    """`model` fed its input less the mean image of its training clips (per pixel and channel),
+    each channel then divided by the spread left (protocol v4). The learned baselines' pa-synth
+    outputs are a fixed pattern that varies by 0.3-0.9 grey levels from clip to clip;
+    convolution + BatchNorm models fed them as they are stayed at chance (validation loss
+    ln 2) although a linear probe read the attributes almost as on raw clips. Scaling each
+    channel alone does not help (the fixed pattern sets the spread), removing the mean image
+    does; dividing each pixel by its own spread would too, but amplifies noise where raw clips
+    barely vary (baselines/README.md, "Attackers blind to a fixed pattern"). The statistics
+    are buffers, so cached weights carry them."""
 
     def __init__(self, model: nn.Module, size: int) -> None:
         super().__init__()
         self.model = model
         self.register_buffer("mean", torch.zeros(3, size, size))
-        self.register_buffer("std", torch.ones(3, size, size))
+        self.register_buffer("scale", torch.ones(3))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        shape = (1, 3, *(1,) * (x.dim() - 4), *self.mean.shape[1:])
-        return self.model((x - self.mean.view(shape)) / self.std.view(shape))
+        shape = (1, 3, *(1,) * (x.dim() - 4))
+        mean = self.mean.view(*shape, *self.mean.shape[1:])
+        return self.model((x - mean) / self.scale.view(*shape, 1, 1))
 
 
-# a sixteenth of a grey level: one level becomes at most 16 standard deviations, and a pixel
-# constant over every training clip stays 0 rather than dividing by zero
+# a sixteenth of a grey level: a channel constant over every training clip (the black
+# control) stays 0 rather than dividing by zero
 MIN_STD = 1 / (255 * 16)
 
 
-def pixel_stats(videos: np.ndarray, chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean and std [3, H, W] of each pixel position and channel over every clip and frame of
-    `videos` (uint8 [N, T, H, W, 3]), read `chunk` videos at a time so a memory-mapped split is
-    never copied whole."""
+def centre_stats(videos: np.ndarray, chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean image [3, H, W] of `videos` (uint8 [N, T, H, W, 3]) over every clip and frame,
+    and each channel's spread [3] about it; read `chunk` videos at a time so a memory-mapped
+    split is never copied whole."""
     total = np.zeros(videos.shape[2:])
     squares = np.zeros(videos.shape[2:])
     for i in range(0, len(videos), chunk):
@@ -323,9 +326,9 @@ def pixel_stats(videos: np.ndarray, chunk: int = 16) -> tuple[torch.Tensor, torc
         squares += (x * x).sum((0, 1))
     count = videos.shape[0] * videos.shape[1]
     mean = total / count
-    std = np.sqrt(np.maximum(squares / count - mean * mean, 0.0))
+    spread = np.sqrt(np.maximum(squares / count - mean * mean, 0.0).mean((0, 1)))
     return (torch.tensor(mean.transpose(2, 0, 1), dtype=torch.float32),
-            torch.tensor(std.transpose(2, 0, 1), dtype=torch.float32).clamp_min(MIN_STD))
+            torch.tensor(spread, dtype=torch.float32).clamp_min(MIN_STD))
 
 
 def build_for(spec: FitSpec) -> nn.Module:
@@ -343,7 +346,7 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     if MODELS.get(spec.model).kind == "video" and videos.shape[1] < spec.clip_frames:
         raise PabenchError(f"{stage}: videos of {videos.shape[1]} frames are shorter than "
                            f"{spec.model}'s {spec.clip_frames}-frame clip")
-    stats = pixel_stats(videos) if spec.standardize else None
+    stats = centre_stats(videos) if spec.standardize else None
     model, trace = _attempt(spec, videos, targets, sched.lr, progress, stage, stats)
     traces = [trace]
     if sched.retry_lrs and trace.best_epoch <= max(1, sched.max_epochs // 10):
@@ -377,7 +380,7 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
     model = build_for(spec)
     if isinstance(model, Standardized) and stats is not None:
         model.mean.copy_(stats[0])
-        model.std.copy_(stats[1])
+        model.scale.copy_(stats[1])
     model = prepare(model, spec.device)
     rank, world = rank_world()
     distributed = is_distributed()
