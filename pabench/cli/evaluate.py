@@ -187,13 +187,15 @@ def list_protocols(
     if json_out:
         print_json([{"id": p.id, "version": p.version, "status": status,
                      "benchmark": p.benchmark, "title": p.title, "target": p.target,
-                     "attackers": list(p.attackers)} for p, status in specs])
+                     "attackers": list(p.attackers), "standardize": p.standardize}
+                    for p, status in specs])
         return
-    table = Table("id", "version", "benchmark", "title", "target", "attackers")
+    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs")
     for p, status in specs:
         version = f"{p.version} (next)" if status == "next" else str(p.version)
         table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
-                      cell(p.target), cell(", ".join(p.attackers)))
+                      cell(p.target), cell(", ".join(p.attackers)),
+                      "centred" if p.standardize else "as is")
     out.print(table)
 
 
