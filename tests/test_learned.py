@@ -354,7 +354,14 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
     home = tmp_path / "home"
     env = {**os.environ, "PABENCH_HOME": str(home), "OMP_NUM_THREADS": "1"}
     loaded = load_recipe(recipe, "spact")
-    ckpt = cache_path("spact", "tiny", loaded, home / "models").with_suffix(".ckpt")
+    # the CLI runs on one thread, and the thread count is in the cache's name
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        cache = cache_path("spact", "tiny", loaded, home / "models")
+    finally:
+        torch.set_num_threads(threads)
+    ckpt = cache.with_suffix(".ckpt")
     out = tmp_path / "spact.pt2"
     cmd = [sys.executable, "-m", "pabench.cli", "train-baseline", "spact", "--preset", "tiny",
            "--recipe", str(recipe), "--out", str(out), "--eval-every", "10"]
@@ -374,10 +381,8 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
     done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    resumed = torch.load(cache_path("spact", "tiny", loaded, home / "models"),
-                         weights_only=True)
+    resumed = torch.load(cache, weights_only=True)
     assert not ckpt.exists()  # removed once the cache is written
-    threads = torch.get_num_threads()
     torch.set_num_threads(1)  # as the CLI runs above: the thread count moves float reductions
     try:
         fresh = load_or_train("spact", "tiny", recipe=loaded, cache_dir=tmp_path / "fresh").net
