@@ -166,11 +166,12 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
     assert secret not in private.model_dump_json()
 
 
-def test_v3_changes_only_the_attackers_and_v4_only_standardizes():
+def test_v3_changes_only_the_attackers_and_v4_standardizes_and_adds_a_probe():
     """v3 keeps every other setting of v2 and names registered models with a video attacker;
     it is current once its records covered the v2 table (`PROMOTED`, v2 kept in `LEGACY`),
     else superseded by v4 before promotion (kept in `LEGACY`). v4 (`NEXT`, made entry by
-    entry) is v3 with standardized model inputs, for every pa-synth protocol."""
+    entry) is v3 with standardized model inputs and a linear probe among the attackers, for
+    every pa-synth protocol."""
     from pabench.protocols import PROMOTED
 
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
@@ -187,7 +188,8 @@ def test_v3_changes_only_the_attackers_and_v4_only_standardizes():
         v4 = get_protocol(f"{pid}@4")
         assert v4 == NEXT[pid] and v4.standardize and not v3.standardize
         moved = {k for k, v in v4.model_dump().items() if v3.model_dump()[k] != v}
-        assert moved == {"version", "standardize", "description"}
+        assert moved == {"version", "standardize", "attackers", "description"}
+        assert v4.attackers == (*v3.attackers, "linear-probe")
     everything = expand("baseline:identity,black", "all@3", preset="tiny")
     assert [(c.submission, c.spec) for c in everything] == [
         (f"baseline:{name}", get_protocol(f"{p.id}@3")) for name in ("identity", "black")

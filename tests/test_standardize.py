@@ -1,6 +1,7 @@
 """Protocol v4's standardized inputs: a model sees its input less its training clips' mean
-image, each channel scaled by the spread left, so a fixed pattern hiding a one-grey-level
-signal (what the learned baselines output on pa-synth) does not blind it. How much that moves
+image, each channel scaled by the spread left, training shifts only the departure from that
+image, and a linear probe joins the attackers, so a fixed pattern hiding a one-grey-level
+signal (what the learned baselines output on pa-synth) does not blind them. How much that moves
 privacy is measured on held-out clips and in the v4 records (baselines/README.md)."""
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import torch
 from pabench.evaluation.config import EvaluationConfig
 from pabench.evaluation.data import load, start_run, view
 from pabench.evaluation.fit import plan
+from pabench.evaluation.run import strength
 from pabench.protocols import Schedule
+from pabench.records import AttackerResult
 from pabench.training import FitSpec, Standardized, build_for, centre_stats, fit, predict
 
 SCHED = Schedule(max_epochs=2, min_epochs=2, batch_size=16)
@@ -67,3 +70,58 @@ def test_v4_fits_are_standardized_and_keyed_apart_from_v3(tmp_path, monkeypatch)
         plans[version] = plan(run, "tiny2d", "attributes", clips, clips, 0, "attacker")
     assert plans[4].spec.standardize and not plans[3].spec.standardize
     assert plans[4].weights_path != plans[3].weights_path
+
+
+def _pattern_with_signal(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A high-contrast fixed pattern, one grey level brighter in the top half of clips of
+    label 1, plus one grey level of noise: the learned baselines' outputs in miniature."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    videos = rng.integers(60, 200, (1, 1, 16, 16, 3)) + rng.integers(0, 2, (n, 4, 16, 16, 3))
+    videos[:, :, :8] += labels[:, None, None, None, None]
+    return videos.astype(np.uint8), labels
+
+
+def test_training_shifts_only_the_departure_from_the_mean_image() -> None:
+    """A fixed pattern shifted by a pixel differs from itself by far more than the signal it
+    carries; v3's attackers trained on such shifted inputs and stayed at chance. With the
+    mean image held in place, every value a standardized fit trains on is one of its centred
+    training values (a shift copies values, its padding repeats the border)."""
+    videos, labels = _pattern_with_signal(32)
+    spec = FitSpec("tiny2d", "multiclass", 2, 4, 16, SCHED, ("shift",), seed=0, standardize=True)
+    mean, scale = centre_stats(videos)
+    centred = (torch.from_numpy(videos).permute(0, 1, 4, 2, 3).float() / 255
+               - mean) / scale.view(3, 1, 1)
+    seen: list[torch.Tensor] = []
+    hooked = build_for
+
+    def build_hooked(s: FitSpec) -> torch.nn.Module:
+        net = hooked(s)
+        net.model.register_forward_pre_hook(
+            lambda m, args: seen.append(args[0].detach()) if m.training else None)
+        return net
+
+    import pabench.training as training
+
+    training.build_for, saved = build_hooked, training.build_for
+    try:
+        fit(spec, videos, labels)
+    finally:
+        training.build_for = saved
+    assert seen and max(x.abs().max() for x in seen) <= centred.abs().max() + 1e-4
+
+
+def test_a_linear_probe_reads_a_signal_under_a_fixed_pattern_and_is_not_held_to_the_floor() -> None:
+    videos, labels = _pattern_with_signal(160)
+    sched = Schedule(max_epochs=15, min_epochs=15, batch_size=16, lr=1e-2)
+    spec = FitSpec("linear-probe", "multiclass", 2, 4, 16, sched, ("shift",), seed=0,
+                   standardize=True)
+    net, _ = fit(spec, videos[:120], labels[:120])
+    pred = predict(net, spec, videos[120:], clips=1)[:, 0]
+    assert (pred.argmax(1) == labels[120:]).mean() >= 0.9
+    # weak on raw data by design: the strength floor judges architectures, not the probe
+    results = [AttackerResult(arch=a, cmap=c, f1=c, per_attribute={}, epochs=1)
+               for a, c in (("tiny2d", 95.0), ("tiny-resnet2d", 70.0), ("linear-probe", 70.0))]
+    flags = strength(15.0, results, results)
+    assert [r.strong for r in results] == [True, False, None]
+    assert flags == ["weak attacker: tiny-resnet2d (raw cMAP 70.0, 25.0 below the strongest)"]

@@ -56,7 +56,8 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     where = (*numerics(run.device, run.threads), str(spec.amp_dtype))
     fit_key = digest(FIT_CODE_VERSION, p.version, model, task, train.fingerprint, seed,
                      p.schedule.model_dump(), p.augment, run.frames, run.size, where,
-                     *(("standardize",) if p.standardize else ()))[:32]
+                     # 2: the shift augmentation moves only the departure from the mean image
+                     *(("standardize", 2) if p.standardize else ()))[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
     return FitPlan(spec, y, run.work_dir / "models" / f"{fit_key}.pt",
                    run.work_dir / "predictions" / f"{pred_key}.npz")

@@ -23,6 +23,7 @@ from pabench.evaluation.parallel import train_side_by_side
 from pabench.evaluation.score import score
 from pabench.evaluation.store import Evaluation, sample_strip
 from pabench.metrics import relative_drop
+from pabench.models import MODELS
 from pabench.records import (
     AttackerResult,
     BenchmarkRef,
@@ -94,7 +95,8 @@ def normalised(m: Metrics, raw: Metrics) -> tuple[float | None, tuple[float, flo
 def strength(floor: float | None, attackers: list[AttackerResult],
              raw_attackers: list[AttackerResult]) -> list[str]:
     """Mark each attacker with its raw-data cMAP and whether it is within `floor` points of the
-    strongest architecture there (one far below is not an attacker); flags for the weak."""
+    strongest architecture there (one far below is not an attacker; a probe, weak on raw data
+    by design, is not judged); flags for the weak."""
     raw = {a.arch: a.cmap for a in raw_attackers}
     if not raw:
         return []
@@ -103,7 +105,7 @@ def strength(floor: float | None, attackers: list[AttackerResult],
     for group in (attackers, raw_attackers) if attackers is not raw_attackers else (attackers,):
         for a in group:
             a.raw_cmap = raw.get(a.arch)
-            if floor is not None and a.raw_cmap is not None:
+            if floor is not None and a.raw_cmap is not None and not MODELS.get(a.arch).probe:
                 a.strong = a.raw_cmap >= best - floor
     for a in attackers:
         if a.strong is False:

@@ -27,6 +27,9 @@ class ModelSpec:
     kind: Kind  # video: [B, 3, T, H, W]; frame: [B, 3, H, W]
     description: str
     build: Callable[[int, int], nn.Module]  # (num_classes, input_size) -> module
+    # a floor under the worst case, not a contender for the strongest attacker: weak on raw
+    # data by design, so the protocol's strength floor does not apply to it
+    probe: bool = False
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -243,6 +246,25 @@ class TinyConvViT(nn.Module):
         return self.head(t[:, 0])
 
 
+class LinearProbe(nn.Module):
+    """Logistic regression on each clip's 8x8-pooled colour mean and temporal spread, every
+    feature standardized (BatchNorm without affine parameters). Weak on raw clips, but nothing
+    a fixed pattern does to the pixels' scale can blind it: the learned baselines' outputs
+    left the convolutional attackers at chance while this probe read the attributes almost as
+    on raw clips (baselines/README.md, "Attackers blind to a fixed pattern")."""
+
+    def __init__(self, num_classes: int, grid: int = 8) -> None:
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(grid)
+        self.norm = nn.BatchNorm1d(2 * 3 * grid * grid, affine=False)
+        self.head = nn.Linear(2 * 3 * grid * grid, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mean, spread = x.mean(2), x.std(2, unbiased=False)  # [B, 3, H, W] each
+        f = torch.cat([self.pool(mean).flatten(1), self.pool(spread).flatten(1)], 1)
+        return self.head(self.norm(f))
+
+
 def _tv(fn: Callable[..., nn.Module]) -> Callable[[int, int], nn.Module]:
     return lambda n, size: fn(weights=None, num_classes=n)
 
@@ -276,6 +298,9 @@ for _name, _kind, _desc, _build in [
     ("tiny-vit2d", "frame", "4-layer ViT, dim 64 (unseen attacker)", _tiny_vit),
     ("tiny-convvit2d", "frame", "tiny-vit2d's encoder on a 3-layer conv stem (a transformer "
      "attacker that reaches the CNNs on raw pa-synth)", lambda n, s: TinyConvViT(n, s)),
+    ("linear-probe", "video", "logistic regression on 8x8-pooled colour mean and temporal "
+     "spread, features standardized (a floor under the worst case)",
+     lambda n, s: LinearProbe(n)),
     ("c3d", "video", "C3D with global pooling", lambda n, s: C3D(n)),
     ("r3d_18", "video", "torchvision R3D-18", _tv(tvv.r3d_18)),
     ("r2plus1d_18", "video", "torchvision R(2+1)D-18", _tv(tvv.r2plus1d_18)),
@@ -294,7 +319,7 @@ for _name, _kind, _desc, _build in [
     ("efficientnet_b0", "frame", "torchvision EfficientNet-B0", _tv(tvm.efficientnet_b0)),
     ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
 ]:
-    MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build))
+    MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build, probe=_name == "linear-probe"))
 
 
 def build_model(name: str, num_classes: int, input_size: int) -> nn.Module:

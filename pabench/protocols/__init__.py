@@ -110,9 +110,9 @@ class ProtocolSpec(_Frozen):
     # train a classifier to tell anonymized train clips from test clips; must be at chance
     consistency_check: bool = False
     # v4: every target and attacker sees its input less its own training clips' mean image,
-    # each channel scaled by the spread left (`pabench.training.Standardized`): attackers fed
-    # a fixed pattern that varies by a grey level stayed at chance while a linear probe read
-    # the attributes
+    # each channel scaled by the spread left (`pabench.training.Standardized`), and the shift
+    # augmentation moves only the departure from that image: attackers fed a fixed pattern
+    # that varies by a grey level stayed at chance while a linear probe read the attributes
     standardize: bool = False
 
 
@@ -324,15 +324,19 @@ version is current and the one it replaced joins `LEGACY` (its records are archi
 
 def _standardized(spec: ProtocolSpec) -> ProtocolSpec:
     """The spec as version 4 runs it: v3 with every target and attacker fed its input less its
-    own training clips' mean image, each channel scaled by the spread left (`standardize`).
-    Under v3 the learned baselines' outputs (a fixed pattern varying by a grey level between
-    clips) left attackers at chance while a linear probe on the same clips read the attributes
-    almost as on raw ones (baselines/README.md, "Attackers blind to a fixed pattern")."""
+    own training clips' mean image, each channel scaled by the spread left, the shift
+    augmentation moving only the departure from that mean image (`standardize`), and a linear
+    probe among the attackers, so the worst case is never below what it reads. Under v3 the
+    learned baselines' outputs (a fixed pattern varying by a grey level between clips) left
+    attackers at chance while a linear probe on the same clips read the attributes almost as
+    on raw ones (baselines/README.md, "Attackers blind to a fixed pattern")."""
     return spec.model_copy(update=dict(
-        version=4, standardize=True,
+        version=4, standardize=True, attackers=(*spec.attackers, "linear-probe"),
         description=f"{spec.description} Version 4: every model sees its input less the mean "
-        "image of its own training clips, each colour channel scaled by the spread left, so an "
-        "output that hides small variations under a fixed pattern does not blind it."))
+        "image of its own training clips, each colour channel scaled by the spread left, and "
+        "training shifts only the departure from that image; a linear probe joins the "
+        "attackers. An output that hides small variations under a fixed pattern blinds "
+        "neither."))
 
 
 for spec in _SPECS:
