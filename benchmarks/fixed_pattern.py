@@ -1,16 +1,19 @@
 """Do attackers miss what an anonymizer's output still carries? Evidence behind protocol v4.
 
-For a baseline's f_A (one per training seed), on anonymized clips of `unseen-attackers`'
-privacy *training* split (2/3 to fit, the other third to score; no test clip is read):
+For a baseline's f_A (one per training seed), on anonymized clips of `--protocol`'s privacy
+*training* split (2/3 to fit, the other third to score; no test clip is read):
 - `--probe`: a linear probe (logistic regression on each clip's 8x8-pooled colour mean and
   temporal spread, every feature standardized) with its held-out mAP over the attributes,
   beside the output's spread between clips and over frames in grey levels;
-- `--attacker MODEL`: the protocol's attacker trained as a fit is (its schedule, seed 0) on the
-  clips as they are and contrast-stretched (`--stretch channel|pixel|center`, see `stretch`;
-  mapped to 128 +- 40 grey levels per training std).
+- `--attacker MODEL`: MODEL trained as the protocol's fits are (its schedule, augmentation
+  and input standardization, seed 0) on the clips as they are and contrast-stretched
+  (`--stretch channel|pixel|center`, see `stretch`; mapped to 128 +- 40 grey levels per
+  training std).
 
     python benchmarks/fixed_pattern.py --method vita --probe
     python benchmarks/fixed_pattern.py --method vita --seeds 1 --attacker tiny2d-wide
+    python benchmarks/fixed_pattern.py --method spact --seeds 2 --protocol known@4 \
+        --attacker linear-probe --stretch center
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import time
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import average_precision_score
 from sklearn.preprocessing import StandardScaler
 
 from pabench.anonymizers import BuildContext
@@ -29,6 +31,7 @@ from pabench.evaluation.config import EvaluationConfig
 from pabench.evaluation.data import load, start_run, view
 from pabench.evaluation.fit import plan
 from pabench.evaluation.run import resolve_submission
+from pabench.metrics import privacy_scores
 from pabench.training import fit, predict
 
 
@@ -39,13 +42,6 @@ def features(videos: np.ndarray) -> np.ndarray:
     pooled = [s.reshape(n, 8, h // 8, 8, w // 8, c).mean((2, 4)).reshape(n, -1)
               for s in (x.mean(1), x.std(1))]
     return np.concatenate(pooled, 1)
-
-
-def held_out_map(y: np.ndarray, te: np.ndarray, scores: np.ndarray) -> float:
-    """mAP over the attributes with both classes among the scored clips."""
-    aps = [average_precision_score(y[te, a], scores[:, a]) for a in range(y.shape[1])
-           if 0 < y[te, a].sum() < len(te)]
-    return 100 * float(np.mean(aps))
 
 
 def stretch(videos: np.ndarray, tr: np.ndarray, per: str) -> np.ndarray:
@@ -76,6 +72,11 @@ def main() -> None:
     ref = run.protocol.privacy_train
     clips = view(load(run, ref), ref)
     y = clips.attributes
+
+    def held_out_map(scores: np.ndarray) -> float:
+        """mAP over the attributes with both classes among the scored clips."""
+        return privacy_scores(scores, y[te], list(clips.attribute_names)).cmap
+
     order = np.random.default_rng(0).permutation(len(clips))
     cut = 2 * len(order) // 3
     tr, te = np.sort(order[:cut]), np.sort(order[cut:])
@@ -91,7 +92,7 @@ def main() -> None:
             scores = np.stack([LogisticRegression(C=0.1, max_iter=2000).fit(x[tr], y[tr, a])
                                .predict_proba(x[te])[:, 1] for a in range(y.shape[1])], 1)
             o = out.astype(np.float32)
-            print(f"{tag}: linear probe {held_out_map(y, te, scores):.1f} mAP; spread between "
+            print(f"{tag}: linear probe {held_out_map(scores):.1f} mAP; spread between "
                   f"clips {o.std(0).mean():.2f}, over frames {o.std(1).mean():.2f} grey levels",
                   flush=True)
         if args.attacker:
@@ -102,7 +103,7 @@ def main() -> None:
                 net, traces = fit(spec, videos[tr], y[tr])
                 p = predict(net, spec, videos[te], clips=run.protocol.clip.test_clips)
                 p = p.mean(1) if p.ndim == 3 else p
-                print(f"{tag} {name}: {args.attacker} {held_out_map(y, te, p):.1f} mAP (best "
+                print(f"{tag} {name}: {args.attacker} {held_out_map(p):.1f} mAP (best "
                       f"epochs {[t.best_epoch for t in traces]}, "
                       f"{time.perf_counter() - start:.0f} s)", flush=True)
 

@@ -19,6 +19,7 @@ from typing import Literal
 import pandas as pd
 
 from pabench.errors import PabenchError
+from pabench.models import MODELS
 from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
 from pabench.records import AttackerResult, Metrics, Record, read_record
 
@@ -86,6 +87,11 @@ class Entry:
             return attacker.raw_cmap
         raw = self.raw_attacker(attacker.arch)
         return raw.cmap if raw else None
+
+    @staticmethod
+    def is_probe(attacker: AttackerResult) -> bool:
+        """A floor under the worst case (`linear-probe`), weak on raw data by design."""
+        return attacker.arch in MODELS and MODELS.get(attacker.arch).probe
 
     def row(self, table: Table) -> dict[str, object]:
         """The flat row published in the table's CSV/JSON download."""

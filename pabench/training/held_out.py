@@ -5,8 +5,10 @@ design (short budgets, restarts): VITA's recipe reads 68 there and 90 in the eva
 on it rewards fooling those opponents, not hiding the attributes. This measure does what an
 evaluation does, without reading a benchmark split: a fresh attacker of an architecture that
 neither trains f_A nor scores any protocol (`tiny-dense2d`) learns the known attributes to
-convergence, with the `known` protocol's schedule and augmentation, from f_A's output of
-held-out clips of the training namespace, and is scored on other held-out clips of it.
+convergence, as the newest `known` protocol trains its attackers (schedule, augmentation and,
+from v4, standardized inputs: a recipe must not be tuned towards blinding the attacker), from
+f_A's output of held-out clips of the training namespace, and is scored on other held-out
+clips of it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import torch
 from pabench.data.clipset import as_frames
 from pabench.data.synth import KNOWN_ATTRIBUTES, get_preset
 from pabench.metrics import privacy_scores
-from pabench.protocols import get_protocol
+from pabench.protocols import NEXT, get_protocol
 from pabench.runtime import Progress
 from pabench.training import FitSpec, Trace, fit, predict
 from pabench.training.attackers import HELD_OUT_ATTACKER
@@ -52,7 +54,7 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     pa-synth's privacy train split has) and tested on `test_clips` others (as many as its test
     split); `anonymize` maps float [B, 3, T, H, W] in [0, 1] to the same shape."""
     train_clips, test_clips = train_clips or TRAIN_CLIPS, test_clips or TEST_CLIPS
-    p, known = get_preset(preset), get_protocol("known")
+    p, known = get_preset(preset), NEXT.get("known", get_protocol("known"))
     pool = render_pool(preset, train_clips + test_clips, seed, split="val")
     out = np.empty_like(pool.videos)
     with torch.no_grad():
@@ -63,7 +65,8 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     assert labels is not None
     spec = FitSpec(model=HELD_OUT_ATTACKER, task="multilabel", num_outputs=len(KNOWN_ATTRIBUTES),
                    clip_frames=p.frames, input_size=p.size, schedule=known.schedule,
-                   augment=known.augment, seed=seed, device=device)
+                   augment=known.augment, seed=seed, device=device,
+                   standardize=known.standardize)
     net, traces = fit(spec, out[:train_clips], labels[:train_clips], progress=progress,
                       stage=f"held-out attacker {HELD_OUT_ATTACKER}")
     probs = predict(net, spec, out[train_clips:])
