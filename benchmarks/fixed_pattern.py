@@ -72,14 +72,14 @@ def main() -> None:
     ref = run.protocol.privacy_train
     clips = view(load(run, ref), ref)
     y = clips.attributes
+    order = np.random.default_rng(0).permutation(len(clips))
+    cut = 2 * len(order) // 3
+    tr, te = np.sort(order[:cut]), np.sort(order[cut:])
 
     def held_out_map(scores: np.ndarray) -> float:
         """mAP over the attributes with both classes among the scored clips."""
         return privacy_scores(scores, y[te], list(clips.attribute_names)).cmap
 
-    order = np.random.default_rng(0).permutation(len(clips))
-    cut = 2 * len(order) // 3
-    tr, te = np.sort(order[:cut]), np.sort(order[cut:])
     seeds = [int(s) for s in args.seeds.split(",")]
     sub = resolve_submission(f"baseline:{args.method}", BuildContext(preset="tiny"),
                              seeds=max(seeds) + 1)
