@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from pabench import training
 from pabench.evaluation.config import EvaluationConfig
 from pabench.evaluation.data import load, start_run, view
 from pabench.evaluation.fit import plan
@@ -82,7 +83,7 @@ def _pattern_with_signal(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]
     return videos.astype(np.uint8), labels
 
 
-def test_training_shifts_only_the_departure_from_the_mean_image() -> None:
+def test_training_shifts_only_the_departure_from_the_mean_image(monkeypatch) -> None:
     """A fixed pattern shifted by a pixel differs from itself by far more than the signal it
     carries; v3's attackers trained on such shifted inputs and stayed at chance. With the
     mean image held in place, every value a standardized fit trains on is one of its centred
@@ -93,21 +94,15 @@ def test_training_shifts_only_the_departure_from_the_mean_image() -> None:
     centred = (torch.from_numpy(videos).permute(0, 1, 4, 2, 3).float() / 255
                - mean) / scale.view(3, 1, 1)
     seen: list[torch.Tensor] = []
-    hooked = build_for
 
     def build_hooked(s: FitSpec) -> torch.nn.Module:
-        net = hooked(s)
+        net = build_for(s)
         net.model.register_forward_pre_hook(
             lambda m, args: seen.append(args[0].detach()) if m.training else None)
         return net
 
-    import pabench.training as training
-
-    training.build_for, saved = build_hooked, training.build_for
-    try:
-        fit(spec, videos, labels)
-    finally:
-        training.build_for = saved
+    monkeypatch.setattr(training, "build_for", build_hooked)
+    fit(spec, videos, labels)
     assert seen and max(x.abs().max() for x in seen) <= centred.abs().max() + 1e-4
 
 
