@@ -25,14 +25,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="held-out clips and attacker seed")
     a = ap.parse_args()
     ctx = BuildContext(preset=a.preset)
-    print(f"{'anonymizer':32s} {'held-out cMAP':>13s} {'best epoch':>10s} {'seconds':>8s}",
-          flush=True)
+    print(f"{'anonymizer':32s} {'held-out cMAP':>13s} {'best epoch':>10s} {'seconds':>8s} "
+          f"{'fits as':>9s}", flush=True)
     for spec in a.anonymizers:
         sub = resolve_submission(spec, ctx)
         start = time.perf_counter()
         r = held_out_attack(sub.module, ctx.preset, seed=a.seed)
         print(f"{spec:32s} {r.cmap:13.1f} {f'{r.best_epoch}/{r.epochs}':>10s} "
-              f"{time.perf_counter() - start:8.0f}", flush=True)
+              f"{time.perf_counter() - start:8.0f} {r.protocol:>9s}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import torch
 from typer.testing import CliRunner
 
 from pabench.cli import app
-from pabench.protocols import PROTOCOLS
+from pabench.protocols import NEXT, PROTOCOLS
 from pabench.training import held_out
 from pabench.training.attackers import HELD_OUT_ATTACKER, TRAINING_ONLY
 from pabench.training.held_out import held_out_attack
@@ -55,5 +55,7 @@ def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
     assert r.exit_code == 0, r.output
     saved = json.loads(out.with_suffix(".held-out-attack.json").read_text())
     assert saved["model"] == HELD_OUT_ATTACKER and saved["name"].startswith(f"{name}-")
+    newest = NEXT.get("known", PROTOCOLS.get("known"))
+    assert saved["protocol"] == f"known@{newest.version}"
     assert 0 <= saved["cmap"] <= 100 and saved["traces"]
     assert "held-out attacker tiny-dense2d: cMAP" in r.output

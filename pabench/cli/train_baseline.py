@@ -95,7 +95,7 @@ def train_baseline(
         attack, where = done.attack
         out.print(cell(f"held-out attacker {attack.model}: cMAP {attack.cmap:.1f} on "
                        f"{attack.test_clips} held-out clips (best epoch {attack.best_epoch} of "
-                       f"{attack.epochs}) -> {where}"), soft_wrap=True)
+                       f"{attack.epochs}; fits as {attack.protocol}) -> {where}"), soft_wrap=True)
 
 
 def _print_stage(stage: str, losses: dict[str, float]) -> None:

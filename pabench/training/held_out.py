@@ -33,9 +33,11 @@ TRAIN_CLIPS, TEST_CLIPS = 720, 200  # the size of pa-synth's privacy train and t
 
 @dataclass(frozen=True)
 class HeldOutAttack:
-    """The fresh attacker's held-out cMAP (%), its chosen trace and what it saw."""
+    """The fresh attacker's held-out cMAP (%), its chosen trace, what it saw and the protocol
+    (`ID@VERSION`) whose fits it trains as: numbers of different versions do not compare."""
 
     model: str
+    protocol: str
     cmap: float
     best_epoch: int
     epochs: int
@@ -72,5 +74,6 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     probs = predict(net, spec, out[train_clips:])
     scores = privacy_scores(probs, labels[train_clips:], list(KNOWN_ATTRIBUTES))
     chosen = next(t for t in traces if t.chosen)
-    return HeldOutAttack(HELD_OUT_ATTACKER, scores.cmap, chosen.best_epoch, len(chosen.val_loss),
-                         train_clips, test_clips, seed, traces)
+    return HeldOutAttack(HELD_OUT_ATTACKER, f"{known.id}@{known.version}", scores.cmap,
+                         chosen.best_epoch, len(chosen.val_loss), train_clips, test_clips, seed,
+                         traces)
