@@ -465,6 +465,21 @@ def test_training_seeds_are_shown(results: Path, site: Path) -> None:
     assert "1 training seed<" in other and "training seeds" not in other
 
 
+def test_a_probe_attacker_is_badged_not_judged_weak(results: Path, tmp_path: Path) -> None:
+    """A linear probe (v4) is weak on raw data by design: its row says "probe", never "weak"."""
+    unet = next(e for e in _tables(results)[("known", KNOWN_NOW)].entries if e.name == "unet")
+    probe = unet.record.attackers[1].model_copy(update=dict(arch="linear-probe", strong=None,
+                                                             raw_cmap=72.0))
+    rec = unet.record.model_copy(update=dict(attackers=[*unet.record.attackers, probe]))
+    write_record(rec, tmp_path / "results" / f"pa-synth-tiny__known__v{KNOWN_NOW}__unet.json")
+    build_site(tmp_path / "results", tmp_path / "none", tmp_path / "site")
+    page = (tmp_path / "site" / "entries" / f"{unet.id}.html").read_text()
+    attackers = _section(page, "<h2>Attackers</h2>")
+    row = _section(attackers, "<td>linear-probe", "</tr>")
+    assert ">probe</span>" in row and "badge-weak" not in row
+    assert attackers.count(">probe</span>") == 1 and attackers.count("badge-weak") == 1
+
+
 def test_v1_schema_record_still_renders(tmp_path: Path) -> None:
     """A committed record of schema v1 (protocol v1): archived, its page without v3 parts."""
     src = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))[0]
