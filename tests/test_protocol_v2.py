@@ -88,7 +88,8 @@ def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
         assert spec.version == max(below) + 1 >= VERSION and len(spec.seeds) >= 3
         # a version in preparation superseded before it was promoted stays reproducible
         # (unseen-attackers@3, by v4), below the next one
-        assert all(v < NEXT[pid].version for v in old_versions(pid) if v > spec.version)
+        assert all(pid in NEXT and v < NEXT[pid].version
+                   for v in old_versions(pid) if v > spec.version)
         assert spec.schedule.lr_decay == "cosine" and spec.schedule.stop_on == "loss"
         assert spec.schedule.window > 4 and spec.schedule.retry_lrs
         assert any(m for m in spec.attackers if _kind(m) == "video"), pid
@@ -168,25 +169,30 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
 
 def test_v3_changes_only_the_attackers_and_v4_standardizes_and_adds_a_probe():
     """v3 keeps every other setting of v2 and names registered models with a video attacker;
-    it is current once its records covered the v2 table (`PROMOTED`, v2 kept in `LEGACY`),
-    else superseded by v4 before promotion (kept in `LEGACY`). v4 (`NEXT`, made entry by
-    entry) is v3 with standardized model inputs and a linear probe among the attackers, for
-    every pa-synth protocol."""
-    from pabench.protocols import PROMOTED
+    v4 is v3 with standardized model inputs and a linear probe among the attackers, for every
+    pa-synth protocol. Exactly one version is current (`CURRENT`, else v2); those below it are
+    in `LEGACY`, and so is one above it that v4 superseded before promotion; v4 is `NEXT`
+    (made entry by entry) until it is current."""
+    from pabench.protocols import CURRENT
 
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
-    assert set(NEXT) == synth
+    assert set(NEXT) == {pid for pid in synth if CURRENT.get(pid, VERSION) < 4}
     for pid in synth:
-        v3 = get_protocol(f"{pid}@3")
-        now = LEGACY[pid, VERSION] if pid in PROMOTED else PROTOCOLS.get(pid)
-        assert v3 == (PROTOCOLS.get(pid) if pid in PROMOTED else LEGACY[pid, 3])
-        assert v3.version == now.version + 1 and get_protocol(f"{pid}@2") == now
-        moved = {k for k, v in v3.model_dump().items() if now.model_dump()[k] != v}
+        v2, v3, v4 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4))
+        current = CURRENT.get(pid, VERSION)
+        for spec in (v2, v3, v4):
+            if spec.version == current:
+                assert PROTOCOLS.get(pid) == spec
+            elif spec.version < current or spec.version == 3:
+                assert LEGACY[pid, spec.version] == spec
+            else:
+                assert NEXT[pid] == spec
+        assert (v2.version, v3.version, v4.version) == (VERSION, VERSION + 1, VERSION + 2)
+        moved = {k for k, v in v3.model_dump().items() if v2.model_dump()[k] != v}
         assert moved <= {"version", "attackers", "description"}
         assert "tiny-c3d" not in v3.attackers and "tiny-vit2d" not in v3.attackers
         assert any(_kind(m) == "video" for m in v3.attackers), pid
-        v4 = get_protocol(f"{pid}@4")
-        assert v4 == NEXT[pid] and v4.standardize and not v3.standardize
+        assert v4.standardize and not v3.standardize
         moved = {k for k, v in v4.model_dump().items() if v3.model_dump()[k] != v}
         assert moved == {"version", "standardize", "attackers", "description"}
         assert v4.attackers == (*v3.attackers, "linear-probe")

@@ -311,14 +311,13 @@ def _next(spec: ProtocolSpec) -> ProtocolSpec:
                                        attackers=("tiny2d", "tiny-resnet2d", "tiny-slow3d")))
 
 
-NEXT: dict[str, ProtocolSpec] = {p.id: _next(p) for p in _SPECS if p.benchmark == "pa-synth"}
-"""id -> the spec of the version in preparation. Re-making every record takes more compute
-than one session has, so its records are made entry by entry (`--protocol ID@VERSION`) and
-shown apart, unranked, until they cover the current table; then its id joins `PROMOTED`."""
-
-PROMOTED = ("known", "cross-dataset", "novel", "raw-pretrained-attacker")
-"""Protocols whose next version's records cover every entry of the current table: that
-version is current and the one it replaced joins `LEGACY` (its records are archived)."""
+CURRENT: dict[str, int] = {"known": 3, "cross-dataset": 3, "novel": 3,
+                           "raw-pretrained-attacker": 3}
+"""id -> its current version where that is not its first generation's. Re-making every record
+takes more compute than one session has, so the newest version's records are made entry by
+entry (`--protocol ID@VERSION`, the spec in `NEXT`) and shown apart, unranked, until they cover
+the current table; then it becomes current here and the versions below join `LEGACY` (their
+records are archived)."""
 
 
 
@@ -339,18 +338,28 @@ def _standardized(spec: ProtocolSpec) -> ProtocolSpec:
         "neither."))
 
 
+def _generations(spec: ProtocolSpec) -> list[ProtocolSpec]:
+    """Every version of a protocol from v2 on, oldest first: pa-synth's v3 attackers, then
+    v4's standardized inputs."""
+    if spec.benchmark != "pa-synth":
+        return [spec]
+    v3 = _next(spec)
+    return [spec, v3, _standardized(v3)]
+
+
+NEXT: dict[str, ProtocolSpec] = {}
+"""id -> the spec of the newest version while it is not yet current (`CURRENT`)."""
+
 for spec in _SPECS:
-    if spec.id in PROMOTED:
-        LEGACY[spec.id, spec.version] = spec
-        spec = NEXT.pop(spec.id)
-    PROTOCOLS.add(spec.id, spec)
-    if spec.benchmark == "pa-synth":
-        # v4 supersedes the version in preparation too (unseen-attackers@3, never promoted:
-        # its records stay reproducible as a legacy version)
-        pending = NEXT.pop(spec.id, None)
-        if pending is not None:
-            LEGACY[pending.id, pending.version] = pending
-        NEXT[spec.id] = _standardized(pending or spec)
+    versions = _generations(spec)
+    now = CURRENT.get(spec.id, spec.version)
+    for v in versions:
+        if v.version == now:
+            PROTOCOLS.add(v.id, v)
+        elif v is versions[-1] and v.version > now:
+            NEXT[v.id] = v
+        else:  # older, or superseded before it was promoted (unseen-attackers@3, by v4):
+            LEGACY[v.id, v.version] = v  # its records stay reproducible
 
 
 def protocols_for(benchmark: str) -> list[ProtocolSpec]:
