@@ -360,6 +360,9 @@ for spec in _SPECS:
             NEXT[v.id] = v
         else:  # older, or superseded before it was promoted (unseen-attackers@3, by v4):
             LEGACY[v.id, v.version] = v  # its records stay reproducible
+    if spec.id not in PROTOCOLS:
+        raise ValueError(f"CURRENT names version {now} of '{spec.id}', which has "
+                         f"{[v.version for v in versions]}")
 
 
 def protocols_for(benchmark: str) -> list[ProtocolSpec]:
