@@ -183,7 +183,7 @@ def test_v3_changes_only_the_attackers_and_v4_standardizes_and_adds_a_probe():
         for spec in (v2, v3, v4):
             if spec.version == current:
                 assert PROTOCOLS.get(pid) == spec
-            elif spec.version < current or spec.version == 3:
+            elif spec is not v4 or spec.version < current:  # older, or superseded by v4
                 assert LEGACY[pid, spec.version] == spec
             else:
                 assert NEXT[pid] == spec
