@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
+from pabench.cli import app
 from pabench.errors import PabenchError
 from pabench.leaderboard import (
     build_site,
@@ -25,6 +27,7 @@ from pabench.leaderboard import (
     make_server,
     pareto_flags,
 )
+from pabench.leaderboard.summary import late_gain
 from pabench.leaderboard.tables import Table, rank_agreement, spearman, tie_ranks
 from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import (
@@ -694,3 +697,47 @@ def test_multilabel_utility_is_labelled_cmap(tmp_path):
     build_site(tmp_path / "results", tmp_path / "none", tmp_path / "site")
     html = (tmp_path / "site" / "index.html").read_text()
     assert "Action cMAP ↑" in html and "action cMAP (%)" in html and "Action top" not in html
+
+
+def test_late_gain_counts_only_the_last_fifth() -> None:
+    def curve(score: list[float]) -> Curve:
+        n = len(score)
+        return Curve(seed=0, lr=1e-3, epochs=n, best_epoch=n, train_loss=[1.0] * n,
+                     val_loss=[1.0] * n, val_score=score)
+
+    assert late_gain(curve([50, 60, 60, 60, 63])) == pytest.approx(3.0)  # still rising
+    assert late_gain(curve([50, 60, 70, 60, 61])) == 0.0  # best long before the end
+    assert late_gain(curve([10.0] * 10 + [12.0, 15.0])) == pytest.approx(5.0)  # last 2 of 12
+    assert late_gain(curve([70.0])) == 0.0
+
+
+def test_show_quotes_the_records(results: Path) -> None:
+    """`leaderboard show` prints each entry's numbers as its record holds them, the same
+    entry's number in another version beside it, and counts the chosen attacker runs."""
+    out = CliRunner().invoke(app, ["leaderboard", "show", "known", "--results", str(results),
+                                   "--against", "known@1", "--markdown"])
+    assert out.exit_code == 0, out.output
+    table = _tables(results)[("known", KNOWN_NOW)]
+    old = {e.name: e.m for e in _tables(results)[("known", 1)].entries}
+    lines = out.stdout.splitlines()
+    def cells(line: str) -> list[str]:
+        return [c.strip() for c in line.strip("|").split("|")]
+
+    head = cells(lines[2])
+    rows = {r["entry"]: r for r in (dict(zip(head, cells(ln), strict=True))
+                                    for ln in lines[4:4 + len(table.entries)])}
+    assert set(rows) == {e.name for e in table.entries}
+    for e in table.entries:
+        r, m = rows[e.name], e.m
+        assert r["worst-case cMAP"] == (f"{m.privacy_cmap:.1f} [{m.privacy_cmap_ci[0]:.1f}, "
+                                        f"{m.privacy_cmap_ci[1]:.1f}]")
+        assert r["known@1"].split(" ")[0] == (f"{old[e.name].privacy_cmap:.1f}"
+                                             if e.name in old else "")
+        assert r[ATTACKERS[1]] == f"{e.record.attackers[1].cmap:.1f}"
+        assert r["per-seed worst"] == ", ".join(
+            f"{max(a.cmap_per_seed[i] for a in e.record.attackers):.1f}" for i in range(3))
+    runs = sum(c.chosen for e in table.entries for a in e.record.attackers for c in a.curves)
+    assert lines[-1].startswith(f"{runs} chosen attacker runs; 0 gained")
+    missing = CliRunner().invoke(app, ["leaderboard", "show", "known@9", "--results",
+                                       str(results)])
+    assert missing.exit_code != 0 and "known@1" in str(missing.exception or missing.output)

@@ -1,4 +1,4 @@
-"""`pabench leaderboard build|serve|add|import-reported`."""
+"""`pabench leaderboard build|serve|add|show|import-reported`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from pabench.cli.console import cell, out
+from pabench.cli.console import cell, clean, out
 
 app = typer.Typer(help="Build and serve the static leaderboard site.", no_args_is_help=True)
 
@@ -71,6 +71,43 @@ def add(
     for a in add_records(records, results, replace=replace):
         verb = ("replaced ", "bold yellow") if a.replaced else ("added ", "bold green")
         out.print(Text.assemble(verb, cell(a.path), " from ", cell(a.source)), soft_wrap=True)
+
+
+@app.command()
+def show(
+    protocol: Annotated[str, typer.Argument(help="ID (its current version) or ID@VERSION")],
+    benchmark: Annotated[str, typer.Option(help="Benchmark of the table")] = "pa-synth",
+    preset: Annotated[str, typer.Option(help="Preset of the table ('-' for real data)")] = "tiny",
+    results: Annotated[Path, typer.Option(help="Folder of result records")] = Path(
+        "leaderboard/results"
+    ),
+    against: Annotated[str | None, typer.Option(
+        help="Another version or protocol (ID@VERSION) whose worst-case cMAP each entry shows "
+        "beside its own")] = None,
+    markdown_: Annotated[bool, typer.Option(
+        "--markdown", help="A markdown table (for a README) instead of a terminal one")] = False,
+) -> None:
+    """Print one table's entries (action, worst-case cMAP, each attacker, per-seed worst case)
+    and how its attackers converged, from the records."""
+    from rich.table import Table as RichTable
+
+    from pabench.leaderboard import build_tables, load_records
+    from pabench.leaderboard.summary import convergence, markdown, select_table, summary_rows
+
+    tables = build_tables(load_records(results))
+    table = select_table(tables, protocol, benchmark, preset)
+    other = select_table(tables, against, benchmark, preset) if against else None
+    rows = summary_rows(table, other)
+    title = f"{table.protocol}@{table.version} on {table.benchmark} ({table.preset}), " \
+            f"{table.listing}: {len(rows)} entries"
+    conv = convergence(table.entries).text
+    if markdown_:
+        print(f"{title}\n\n{markdown(rows)}\n\n{conv}")
+        return
+    grid = RichTable(*(clean(k) for k in rows[0]), title=clean(title), caption=clean(conv))
+    for r in rows:
+        grid.add_row(*(cell(v) for v in r.values()))
+    out.print(grid)
 
 
 @app.command("import-reported")
