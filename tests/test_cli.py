@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pabench import __version__
 from pabench.cli import app
-from pabench.protocols import NEXT
+from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,11 +50,16 @@ def test_protocols_list_and_show():
     out = runner.invoke(app, ["protocols", "list"], env={"COLUMNS": "250"})
     for pid in ("known", "cross-dataset", "novel", "raw-pretrained-attacker", "unseen-attackers"):
         assert pid in out.output
-    # v4 differs from v3 only in its inputs: the listing says so for a protocol v4 is next for
-    pid = sorted(NEXT)[0]
-    rows = [line for line in out.output.splitlines() if f"{pid} " in line]
-    assert any("(next)" in r and "centred" in r for r in rows)
-    assert any("(next)" not in r and "as is" in r for r in rows)
+    # v4 differs from v3 only in its inputs: the listing says so, on the next version's row
+    # while one is being made and on every current pa-synth row once v4 is current
+    rows = [line for line in out.output.splitlines() if "pa-synth" in line]
+    for _, spec in PROTOCOLS.items():
+        if spec.benchmark == "pa-synth":
+            row = next(r for r in rows if f"{spec.id} " in r and "(next)" not in r)
+            assert ("centred" in row) == spec.standardize and spec.version >= 2, row
+    for pid in NEXT:
+        assert any(f"{pid} " in r and "(next)" in r and "centred" in r for r in rows)
+    assert sum("(next)" in r for r in rows) == len(NEXT)
     show = runner.invoke(app, ["protocols", "show", "novel"], env={"COLUMNS": "200"})
     assert '"novel": true' in show.output
 
