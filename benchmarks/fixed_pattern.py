@@ -7,7 +7,7 @@ For a baseline's f_A (one per training seed), on anonymized clips of `--protocol
   beside the output's spread between clips and over frames in grey levels;
 - `--attacker MODEL`: MODEL trained as the protocol's fits are (its schedule, augmentation
   and input standardization, seed 0) on the clips as they are and contrast-stretched
-  (`--stretch channel|pixel|center`, see `stretch`; mapped to 128 +- 40 grey levels per
+  (`--stretch channel|pixel|center|clip`, see `stretch`; mapped to 128 +- 40 grey levels per
   training std).
 
     python benchmarks/fixed_pattern.py --method vita --probe
@@ -47,8 +47,13 @@ def features(videos: np.ndarray) -> np.ndarray:
 def stretch(videos: np.ndarray, tr: np.ndarray, per: str) -> np.ndarray:
     """`channel`: each channel by its mean and std; `pixel`: each pixel and channel by its own
     (std floored at 1/16 grey level); `center`: each pixel less its mean, each channel then
-    divided by the std that is left."""
+    divided by the std that is left; `clip`: each clip and channel by that clip's own mean and
+    std (so a grey level or contrast that differs between clips is gone)."""
     x = np.asarray(videos, dtype=np.float32)
+    if per == "clip":
+        mean = x.mean((1, 2, 3), keepdims=True)
+        std = np.maximum(x.std((1, 2, 3), keepdims=True), 1 / 16)
+        return np.clip(np.rint(128 + (x - mean) / std * 40), 0, 255).astype(np.uint8)
     axes = (0, 1, 2, 3) if per == "channel" else (0, 1)
     mean = x[tr].mean(axes)
     if per == "center":
@@ -65,7 +70,7 @@ def main() -> None:
     ap.add_argument("--protocol", default="unseen-attackers@3")
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--attacker", default=None)
-    ap.add_argument("--stretch", default="pixel", choices=["channel", "pixel", "center"])
+    ap.add_argument("--stretch", default="pixel", choices=["channel", "pixel", "center", "clip"])
     args = ap.parse_args()
     config = EvaluationConfig(f"baseline:{args.method}", args.protocol, preset="tiny").resolved()
     run = start_run(config, "cpu", None, 1)
