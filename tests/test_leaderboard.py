@@ -723,6 +723,7 @@ def test_show_quotes_the_records(results: Path) -> None:
     table = _tables(results)[("known", KNOWN_NOW)]
     old = {e.name: e.m for e in _tables(results)[("known", 1)].entries}
     lines = out.stdout.splitlines()
+
     def cells(line: str) -> list[str]:
         return [c.strip() for c in line.strip("|").split("|")]
 

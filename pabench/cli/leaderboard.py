@@ -98,8 +98,8 @@ def show(
     table = select_table(tables, protocol, benchmark, preset)
     other = select_table(tables, against, benchmark, preset) if against else None
     rows = summary_rows(table, other)
-    title = f"{table.protocol}@{table.version} on {table.benchmark} ({table.preset}), " \
-            f"{table.listing}: {len(rows)} entries"
+    title = (f"{table.protocol}@{table.version} on {table.benchmark} ({table.preset}), "
+             f"{table.listing}: {len(rows)} entries")
     conv = convergence(table.entries).text
     if markdown_:
         print(f"{title}\n\n{markdown(rows)}\n\n{conv}")
