@@ -742,6 +742,10 @@ def test_show_quotes_the_records(results: Path) -> None:
             f"{max(a.cmap_per_seed[i] for a in e.record.attackers):.1f}" for i in range(3))
     runs = sum(c.chosen for e in table.entries for a in e.record.attackers for c in a.curves)
     assert lines[-1].startswith(f"{runs} chosen attacker runs; 0 gained")
+    narrow = CliRunner().invoke(app, ["leaderboard", "show", "known", "--results",
+                                      str(results)], env={"COLUMNS": "80"})
+    assert narrow.exit_code == 0 and all(e.name in narrow.stdout for e in table.entries)
+    assert "…" not in narrow.stdout  # folded, never cut
     missing = CliRunner().invoke(app, ["leaderboard", "show", "known@9", "--results",
                                        str(results)])
     assert missing.exit_code != 0 and "known@1" in str(missing.exception or missing.output)
