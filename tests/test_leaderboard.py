@@ -746,6 +746,9 @@ def test_show_quotes_the_records(results: Path) -> None:
                                       str(results)], env={"COLUMNS": "80"})
     assert narrow.exit_code == 0 and all(e.name in narrow.stdout for e in table.entries)
     assert "…" not in narrow.stdout  # folded, never cut
-    missing = CliRunner().invoke(app, ["leaderboard", "show", "known@9", "--results",
-                                       str(results)])
+    missing = CliRunner().invoke(app, ["leaderboard", "show", "known@2", "--results",
+                                       str(results)])  # a version without records here
     assert missing.exit_code != 0 and "known@1" in str(missing.exception or missing.output)
+    unknown = CliRunner().invoke(app, ["leaderboard", "show", "known@9", "--results",
+                                       str(results)])
+    assert unknown.exit_code != 0 and "no version '9'" in str(unknown.exception)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pabench.errors import PabenchError
 from pabench.leaderboard.tables import Entry, Table
-from pabench.protocols import PROTOCOLS
+from pabench.protocols import get_protocol
 from pabench.records import Curve
 
 LATE_GAIN = 1.0
@@ -80,22 +80,21 @@ def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, s
     rows = []
     for e in table.entries:
         m, rec = e.m, e.record
-        by_arch = {a.arch: a for a in rec.attackers}
+        row = {"entry": e.name, "action": f"{m.action:.1f}",
+               "worst-case cMAP": _ci(m.privacy_cmap, m.privacy_cmap_ci)}
+        if against:
+            was = other.get(e.name)
+            row[f"{against.protocol}@{against.version}"] = (
+                _ci(was.privacy_cmap, was.privacy_cmap_ci) if was else "")
         n = min((len(a.cmap_per_seed) for a in rec.attackers), default=0)
-        per_seed = [max(a.cmap_per_seed[i] for a in rec.attackers) for i in range(n)]
-        rows.append({
-            "entry": e.name,
-            "action": f"{m.action:.1f}",
-            "worst-case cMAP": _ci(m.privacy_cmap, m.privacy_cmap_ci),
-            **({f"{against.protocol}@{against.version}": _ci(
-                other[e.name].privacy_cmap, other[e.name].privacy_cmap_ci)
-                if e.name in other else ""} if against else {}),
-            "per-seed worst": ", ".join(f"{v:.1f}" for v in per_seed),
-            **{arch: f"{by_arch[arch].cmap:.1f}" if arch in by_arch else "" for arch in archs},
-            "worst attacker": m.worst_attacker,
-            "s": f"{rec.timings['total']:.0f}" if "total" in rec.timings else "",
-            "git": rec.pabench.get("git", ""),
-        })
+        row["per-seed worst"] = ", ".join(
+            f"{max(a.cmap_per_seed[i] for a in rec.attackers):.1f}" for i in range(n))
+        by_arch = {a.arch: a.cmap for a in rec.attackers}
+        row |= {arch: f"{by_arch[arch]:.1f}" if arch in by_arch else "" for arch in archs}
+        row |= {"worst attacker": m.worst_attacker,
+                "s": f"{rec.timings['total']:.0f}" if "total" in rec.timings else "",
+                "git": rec.pabench.get("git", "")}
+        rows.append(row)
     return rows
 
 
@@ -110,15 +109,14 @@ def markdown(rows: list[dict[str, str]]) -> str:
 
 
 def select_table(tables: list[Table], protocol: str, benchmark: str, preset: str) -> Table:
-    """The table of `protocol` (`ID` for its current version, or `ID@VERSION`) on `benchmark`
-    and `preset`; a clear error listing what exists otherwise."""
-    pid, _, version = protocol.partition("@")
-    if not version and pid in PROTOCOLS:
-        version = str(PROTOCOLS.get(pid).version)
+    """The table of `protocol` (`ID` for its current version, or `ID@VERSION`, resolved as
+    `--protocol` is) on `benchmark` and `preset`; a clear error listing what exists otherwise."""
+    spec = get_protocol(protocol)
     for t in tables:
-        if (t.benchmark, t.preset, t.protocol, str(t.version)) == (benchmark, preset, pid,
-                                                                    version):
+        if (t.benchmark, t.preset, t.protocol, t.version) == (benchmark, preset, spec.id,
+                                                               spec.version):
             return t
     have = ", ".join(sorted(f"{t.protocol}@{t.version}" for t in tables
                             if (t.benchmark, t.preset) == (benchmark, preset))) or "none"
-    raise PabenchError(f"no records of {protocol} on {benchmark} ({preset}); it has: {have}")
+    raise PabenchError(f"no records of {spec.id}@{spec.version} on {benchmark} ({preset}); "
+                       f"it has: {have}")
