@@ -167,27 +167,28 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
     assert secret not in private.model_dump_json()
 
 
-def test_v3_changes_only_the_attackers_and_v4_standardizes_and_adds_a_probe():
+def test_each_pa_synth_version_changes_what_it_says():
     """v3 keeps every other setting of v2 and names registered models with a video attacker;
-    v4 is v3 with standardized model inputs and a linear probe among the attackers, for every
-    pa-synth protocol. Exactly one version is current (`CURRENT`, else v2); those below it are
-    in `LEGACY`, and so is one above it that v4 superseded before promotion; v4 is `NEXT`
+    v4 is v3 with standardized model inputs and a linear probe among the attackers; v5 is v4
+    with a frame-standardized attacker and v4's trained models, for every pa-synth protocol.
+    Exactly one version is current (`CURRENT`, else v2); those below it are in `LEGACY`, and
+    so is one above it that a newer one superseded before promotion; the newest is `NEXT`
     (made entry by entry) until it is current."""
     from pabench.protocols import CURRENT
 
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
-    assert set(NEXT) == {pid for pid in synth if CURRENT.get(pid, VERSION) < 4}
+    assert set(NEXT) == {pid for pid in synth if CURRENT.get(pid, VERSION) < 5}
     for pid in synth:
-        v2, v3, v4 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4))
+        v2, v3, v4, v5 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4, 5))
         current = CURRENT.get(pid, VERSION)
-        for spec in (v2, v3, v4):
+        for spec in (v2, v3, v4, v5):
             if spec.version == current:
                 assert PROTOCOLS.get(pid) == spec
-            elif spec is not v4 or spec.version < current:  # older, or superseded by v4
+            elif spec is not v5 or spec.version < current:  # older, or superseded
                 assert LEGACY[pid, spec.version] == spec
             else:
                 assert NEXT[pid] == spec
-        assert (v2.version, v3.version, v4.version) == (VERSION, VERSION + 1, VERSION + 2)
+        assert [v.version for v in (v2, v3, v4, v5)] == [VERSION + i for i in range(4)]
         moved = {k for k, v in v3.model_dump().items() if v2.model_dump()[k] != v}
         assert moved <= {"version", "attackers", "description"}
         assert "tiny-c3d" not in v3.attackers and "tiny-vit2d" not in v3.attackers
@@ -196,6 +197,10 @@ def test_v3_changes_only_the_attackers_and_v4_standardizes_and_adds_a_probe():
         moved = {k for k, v in v4.model_dump().items() if v3.model_dump()[k] != v}
         assert moved == {"version", "standardize", "attackers", "description"}
         assert v4.attackers == (*v3.attackers, "linear-probe")
+        moved = {k for k, v in v5.model_dump().items() if v4.model_dump()[k] != v}
+        assert moved == {"version", "models_of", "attackers", "description"}
+        assert v5.attackers[:-1] == v4.attackers and v5.attackers[-1].endswith("-framestd")
+        assert v5.models_version == v4.models_version == 4
     everything = expand("baseline:identity,black", "all@3", preset="tiny")
     assert [(c.submission, c.spec) for c in everything] == [
         (f"baseline:{name}", get_protocol(f"{p.id}@3")) for name in ("identity", "black")

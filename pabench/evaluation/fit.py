@@ -21,8 +21,10 @@ from pabench.training import FitSpec, Trace, build_for, fit, predict, prepare
 FIT_CODE_VERSION = "fit-v3"  # v3: channels_last layouts (rounding moves)
 LOADER_WORKERS = 4  # real data on a GPU: processes per rank gathering batches ahead
 """Bumped whenever training code changes results; with the protocol version in every fit key,
-no cache ever serves numbers from other code or another protocol version. The protocol id is
-left out on purpose: protocols sharing a training set and schedule share the model."""
+no cache ever serves numbers from other code or another protocol version (a version that only
+adds attackers declares the one whose models it shares: `ProtocolSpec.models_of`). The
+protocol id is left out on purpose: protocols sharing a training set and schedule share the
+model."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
                    and torch.device(run.device).type == "cuda" else 0)
     # where and how it computes moves the numbers too, as does the autocast dtype
     where = (*numerics(run.device, run.threads), str(spec.amp_dtype))
-    fit_key = digest(FIT_CODE_VERSION, p.version, model, task, train.fingerprint, seed,
+    fit_key = digest(FIT_CODE_VERSION, p.models_version, model, task, train.fingerprint, seed,
                      p.schedule.model_dump(), p.augment, run.frames, run.size, where,
                      # 2: the shift augmentation moves only the departure from the mean image
                      *(("standardize", 2) if p.standardize else ()))[:32]

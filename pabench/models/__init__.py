@@ -30,6 +30,8 @@ class ModelSpec:
     # a floor under the worst case, not a contender for the strongest attacker: weak on raw
     # data by design, so the protocol's strength floor does not apply to it
     probe: bool = False
+    # reads each frame standardized by its own statistics (`pabench.training.FrameStandardized`)
+    frame_standardized: bool = False
 
 
 MODELS: Registry[ModelSpec] = Registry("model")
@@ -320,6 +322,12 @@ for _name, _kind, _desc, _build in [
     ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
 ]:
     MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build, probe=_name == "linear-probe"))
+# protocol v5's extra attackers: an offset or contrast that differs between clips blinds them not
+for _base in ("tiny2d-wide", "tiny-resnet2d"):
+    _spec = MODELS.get(_base)
+    MODELS.add(f"{_base}-framestd", ModelSpec(
+        f"{_base}-framestd", _spec.kind, f"{_spec.description}, reading each frame standardized "
+        "by its own mean and spread per channel", _spec.build, frame_standardized=True))
 
 
 def build_model(name: str, num_classes: int, input_size: int) -> nn.Module:

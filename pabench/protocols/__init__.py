@@ -114,6 +114,14 @@ class ProtocolSpec(_Frozen):
     # augmentation moves only the departure from that image: attackers fed a fixed pattern
     # that varies by a grey level stayed at chance while a linear probe read the attributes
     standardize: bool = False
+    # the version whose trained models this one shares (None: its own): a version that only
+    # adds attackers trains nothing the one it extends has not already trained
+    models_of: int | None = None
+
+    @property
+    def models_version(self) -> int:
+        """The protocol version in every fit cache key (`pabench.evaluation.fit.plan`)."""
+        return self.models_of or self.version
 
 
 PROTOCOLS: Registry[ProtocolSpec] = Registry("protocol")
@@ -338,13 +346,33 @@ def _standardized(spec: ProtocolSpec) -> ProtocolSpec:
         "neither."))
 
 
+FRAME_STANDARDIZED = {"unseen-attackers": "tiny2d-wide-framestd"}
+"""v5's extra attacker: the protocol's strongest frame CNN on raw data, fed each frame
+standardized by its own statistics (tiny-resnet2d-framestd where not named here)."""
+
+
+def _frame_standardized(spec: ProtocolSpec) -> ProtocolSpec:
+    """The spec as version 5 runs it: v4 with one more attacker, a frame CNN on each frame
+    standardized by its own mean and spread per channel (`FrameStandardized`). spact's seed-2
+    f_A gave each clip a grey level of its own and left every v4 attacker of
+    unseen-attackers near chance (49.2-52.9), so its row was a lower bound. v5 trains every
+    other model exactly as v4 did, so it shares v4's trained models (`models_of`)."""
+    extra = FRAME_STANDARDIZED.get(spec.id, "tiny-resnet2d-framestd")
+    return spec.model_copy(update=dict(
+        version=5, models_of=spec.models_version, attackers=(*spec.attackers, extra),
+        description=f"{spec.description} Version 5: one more attacker sees each frame less "
+        "its own mean, divided by its own spread, so an offset or contrast that differs "
+        "between clips blinds no attacker."))
+
+
 def _generations(spec: ProtocolSpec) -> list[ProtocolSpec]:
-    """Every version of a protocol from v2 on, oldest first: pa-synth's v3 attackers, then
-    v4's standardized inputs."""
+    """Every version of a protocol from v2 on, oldest first: pa-synth's v3 attackers, v4's
+    standardized inputs, then v5's frame-standardized attacker."""
     if spec.benchmark != "pa-synth":
         return [spec]
     v3 = _next(spec)
-    return [spec, v3, _standardized(v3)]
+    v4 = _standardized(v3)
+    return [spec, v3, v4, _frame_standardized(v4)]
 
 
 NEXT: dict[str, ProtocolSpec] = {}

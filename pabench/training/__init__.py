@@ -204,6 +204,7 @@ def predict(model: nn.Module, spec: FitSpec, videos: np.ndarray, clips: int = 10
     memory-mapped split is never copied whole."""
     model.eval()
     kind = MODELS.get(spec.model).kind
+    videos = model_input(spec, videos)
     length = videos.shape[1]
     rows = np.arange(len(videos)) if index is None else np.asarray(index)
     out = []
@@ -320,6 +321,38 @@ class Standardized(nn.Module):
 MIN_STD = 1 / (255 * 16)
 
 
+class FrameStandardized:
+    """uint8 videos [N, T, H, W, 3] read with each frame less its own mean per channel,
+    divided by its own spread, back in grey levels (128 + 40 per spread, clipped at 3.2
+    spreads): the input of protocol v5's extra attacker (`ModelSpec.frame_standardized`), ahead
+    of v4's mean image. spact's seed-2 f_A gave each clip a grey level and contrast of its
+    own; every v4 attacker stayed near chance on it while the same CNN on clips standardized
+    first read the attributes (baselines/README.md). Done on read, so a memory-mapped split is
+    never copied; every index keeps a frame's height, width and channels last."""
+
+    GAIN = 40
+
+    def __init__(self, videos: np.ndarray) -> None:
+        self.videos = videos
+        self.shape, self.dtype = videos.shape, videos.dtype
+
+    def __len__(self) -> int:
+        return len(self.videos)
+
+    def __getitem__(self, key: object) -> np.ndarray:
+        x = np.asarray(self.videos[key], dtype=np.float32)
+        mean = x.mean((-3, -2), keepdims=True)
+        spread = np.maximum(x.std((-3, -2), keepdims=True), 255 * MIN_STD)
+        return np.clip(np.rint(128 + (x - mean) / spread * self.GAIN), 0, 255).astype(np.uint8)
+
+
+def model_input(spec: FitSpec, videos: np.ndarray) -> np.ndarray:
+    """`videos` as `spec`'s model reads them (once: validation predicts on fit's view)."""
+    if MODELS.get(spec.model).frame_standardized and not isinstance(videos, FrameStandardized):
+        return FrameStandardized(videos)  # type: ignore[return-value]  # indexes like one
+    return videos
+
+
 def centre_stats(videos: np.ndarray, chunk: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
     """The mean image [3, H, W] of `videos` (uint8 [N, T, H, W, 3]) over every clip and frame,
     and each channel's spread [3] about it; read `chunk` videos at a time so a memory-mapped
@@ -352,6 +385,7 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
     if MODELS.get(spec.model).kind == "video" and videos.shape[1] < spec.clip_frames:
         raise PabenchError(f"{stage}: videos of {videos.shape[1]} frames are shorter than "
                            f"{spec.model}'s {spec.clip_frames}-frame clip")
+    videos = model_input(spec, videos)
     stats = centre_stats(videos) if spec.standardize else None
     model, trace = _attempt(spec, videos, targets, sched.lr, progress, stage, stats)
     traces = [trace]
