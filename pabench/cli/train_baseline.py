@@ -49,9 +49,10 @@ def train_baseline(
     eval_every: Annotated[int, typer.Option(min=1, help="Minimax iterations between curve rows "
                                                  "(losses, held-out utility and privacy)")] = 25,
     held_out_attack: Annotated[bool, typer.Option(
-        help="pa-synth: then train a fresh tiny-dense2d attacker on the export's output of "
-             "held-out clips and print its cMAP on others (OUT.held-out-attack.json): the "
-             "privacy measure to tune a recipe on")] = False,
+        help="pa-synth: then train fresh tiny-dense2d attackers (from protocol v5 on also "
+             "one on frames standardized) on the export's output of held-out clips and print "
+             "their cMAP on others, the worse first (OUT.held-out-attack.json): the privacy "
+             "measure to tune a recipe on")] = False,
     fmt: Annotated[str, typer.Option("--format", help="torch.export (default) or torchscript "
                                                       "(deprecated)")] = "torch.export",
 ) -> None:
@@ -93,9 +94,11 @@ def train_baseline(
                        "none; delete it to train again with curves"))
     if done.attack is not None:
         attack, where = done.attack
-        out.print(cell(f"held-out attacker {attack.model}: cMAP {attack.cmap:.1f} on "
-                       f"{attack.test_clips} held-out clips (best epoch {attack.best_epoch} of "
-                       f"{attack.epochs}; fits as {attack.protocol}) -> {where}"), soft_wrap=True)
+        each = ", ".join(f"{m} {c:.1f}" for m, c in attack.per_model.items())
+        out.print(cell(f"held-out attackers ({each}): worst cMAP {attack.cmap:.1f} on "
+                       f"{attack.test_clips} held-out clips ({attack.model}, best epoch "
+                       f"{attack.best_epoch} of {attack.epochs}; fits as {attack.protocol}) -> "
+                       f"{where}"), soft_wrap=True)
 
 
 def _print_stage(stage: str, losses: dict[str, float]) -> None:

@@ -322,12 +322,22 @@ for _name, _kind, _desc, _build in [
     ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
 ]:
     MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build, probe=_name == "linear-probe"))
-# protocol v5's extra attackers: an offset or contrast that differs between clips blinds them not
+
+
+def add_frame_standardized(base: str) -> str:
+    """Register `BASE-framestd`, `base` reading each frame standardized by its own mean and
+    spread per channel (protocol v5's extra attacker: an offset or contrast that differs
+    between clips blinds it not); returns its name."""
+    name, spec = f"{base}-framestd", MODELS.get(base)
+    if name not in MODELS:
+        MODELS.add(name, ModelSpec(name, spec.kind, f"{spec.description}, reading each frame "
+                                   "standardized by its own mean and spread per channel",
+                                   spec.build, frame_standardized=True))
+    return name
+
+
 for _base in ("tiny2d-wide", "tiny-resnet2d"):
-    _spec = MODELS.get(_base)
-    MODELS.add(f"{_base}-framestd", ModelSpec(
-        f"{_base}-framestd", _spec.kind, f"{_spec.description}, reading each frame standardized "
-        "by its own mean and spread per channel", _spec.build, frame_standardized=True))
+    add_frame_standardized(_base)
 
 
 def build_model(name: str, num_classes: int, input_size: int) -> nn.Module:

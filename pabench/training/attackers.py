@@ -22,7 +22,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from pabench.models import MODELS, ModelSpec
+from pabench.models import MODELS, ModelSpec, add_frame_standardized
 
 TRAINING_ONLY = ("tiny-vgg2d", "tiny-dws2d")
 HELD_OUT_ATTACKER = "tiny-dense2d"
@@ -111,3 +111,5 @@ for _name, _desc, _cls in (
 ):
     if _name not in MODELS:
         MODELS.add(_name, ModelSpec(_name, "frame", _desc, lambda n, s, c=_cls: c(n)))
+# from protocol v5 on the measure also reads frames standardized, as the protocol's attackers do
+HELD_OUT_FRAMESTD = add_frame_standardized(HELD_OUT_ATTACKER)
