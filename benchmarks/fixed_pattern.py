@@ -32,7 +32,7 @@ from pabench.evaluation.data import load, start_run, view
 from pabench.evaluation.fit import plan
 from pabench.evaluation.run import resolve_submission
 from pabench.metrics import privacy_scores
-from pabench.training import fit, predict
+from pabench.training import fit, predict, to_grey_levels
 
 
 def features(videos: np.ndarray) -> np.ndarray:
@@ -46,21 +46,17 @@ def features(videos: np.ndarray) -> np.ndarray:
 
 def stretch(videos: np.ndarray, tr: np.ndarray, per: str) -> np.ndarray:
     """`channel`: each channel by its mean and std; `pixel`: each pixel and channel by its own
-    (std floored at 1/16 grey level); `center`: each pixel less its mean, each channel then
+    (every std floored at 1/16 grey level); `center`: each pixel less its mean, each channel then
     divided by the std that is left; `clip`: each clip and channel by that clip's own mean and
     std (so a grey level or contrast that differs between clips is gone)."""
     x = np.asarray(videos, dtype=np.float32)
     if per == "clip":
-        mean = x.mean((1, 2, 3), keepdims=True)
-        std = np.maximum(x.std((1, 2, 3), keepdims=True), 1 / 16)
-        return np.clip(np.rint(128 + (x - mean) / std * 40), 0, 255).astype(np.uint8)
+        return to_grey_levels(x, x.mean((1, 2, 3), keepdims=True), x.std((1, 2, 3),
+                                                                          keepdims=True))
     axes = (0, 1, 2, 3) if per == "channel" else (0, 1)
     mean = x[tr].mean(axes)
-    if per == "center":
-        std = np.maximum((x[tr] - mean).std((0, 1, 2, 3)), 1 / 16)
-    else:
-        std = np.maximum(x[tr].std(axes), 1 / 16)
-    return np.clip(np.rint(128 + (x - mean) / std * 40), 0, 255).astype(np.uint8)
+    std = (x[tr] - mean).std((0, 1, 2, 3)) if per == "center" else x[tr].std(axes)
+    return to_grey_levels(x, mean, std)
 
 
 def main() -> None:

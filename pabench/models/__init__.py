@@ -326,8 +326,8 @@ for _name, _kind, _desc, _build in [
 
 def add_frame_standardized(base: str) -> str:
     """Register `BASE-framestd`, `base` reading each frame standardized by its own mean and
-    spread per channel (protocol v5's extra attacker: an offset or contrast that differs
-    between clips blinds it not); returns its name."""
+    spread per channel (protocol v5's extra attacker, which an offset or contrast that
+    differs between clips does not blind); returns its name."""
     name, spec = f"{base}-framestd", MODELS.get(base)
     if name not in MODELS:
         MODELS.add(name, ModelSpec(name, spec.kind, f"{spec.description}, reading each frame "

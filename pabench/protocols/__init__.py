@@ -362,7 +362,7 @@ def _frame_standardized(spec: ProtocolSpec) -> ProtocolSpec:
         version=5, models_of=spec.models_version, attackers=(*spec.attackers, extra),
         description=f"{spec.description} Version 5: one more attacker sees each frame less "
         "its own mean, divided by its own spread, so an offset or contrast that differs "
-        "between clips blinds no attacker."))
+        "between clips no longer blinds every attacker."))
 
 
 def _generations(spec: ProtocolSpec) -> list[ProtocolSpec]:

@@ -321,16 +321,21 @@ class Standardized(nn.Module):
 MIN_STD = 1 / (255 * 16)
 
 
+def to_grey_levels(x: np.ndarray, mean: np.ndarray, spread: np.ndarray) -> np.ndarray:
+    """`x` less `mean`, divided by `spread` (floored at a sixteenth of a grey level), back in
+    uint8 grey levels: 128 + 40 per spread, clipped at 3.2 spreads."""
+    z = (x - mean) / np.maximum(spread, 255 * MIN_STD)
+    return np.clip(np.rint(128 + z * 40), 0, 255).astype(np.uint8)
+
+
 class FrameStandardized:
     """uint8 videos [N, T, H, W, 3] read with each frame less its own mean per channel,
-    divided by its own spread, back in grey levels (128 + 40 per spread, clipped at 3.2
-    spreads): the input of protocol v5's extra attacker (`ModelSpec.frame_standardized`), ahead
-    of v4's mean image. spact's seed-2 f_A gave each clip a grey level and contrast of its
-    own; every v4 attacker stayed near chance on it while the same CNN on clips standardized
-    first read the attributes (baselines/README.md). Done on read, so a memory-mapped split is
-    never copied; every index keeps a frame's height, width and channels last."""
-
-    GAIN = 40
+    divided by its own spread, back in grey levels (`to_grey_levels`): the input of protocol
+    v5's extra attacker (`ModelSpec.frame_standardized`), ahead of v4's mean image. spact's
+    seed-2 f_A gave each clip a grey level and contrast of its own; every v4 attacker stayed
+    near chance on it while the same CNN on clips standardized first read the attributes
+    (baselines/README.md). Done on read, so a memory-mapped split is never copied; every index
+    keeps a frame's height, width and channels last."""
 
     def __init__(self, videos: np.ndarray) -> None:
         self.videos = videos
@@ -341,9 +346,8 @@ class FrameStandardized:
 
     def __getitem__(self, key: object) -> np.ndarray:
         x = np.asarray(self.videos[key], dtype=np.float32)
-        mean = x.mean((-3, -2), keepdims=True)
-        spread = np.maximum(x.std((-3, -2), keepdims=True), 255 * MIN_STD)
-        return np.clip(np.rint(128 + (x - mean) / spread * self.GAIN), 0, 255).astype(np.uint8)
+        return to_grey_levels(x, x.mean((-3, -2), keepdims=True),
+                              x.std((-3, -2), keepdims=True))
 
 
 def model_input(spec: FitSpec, videos: np.ndarray) -> np.ndarray:
