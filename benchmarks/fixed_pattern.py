@@ -8,17 +8,24 @@ For a baseline's f_A (one per training seed), on anonymized clips of `--protocol
 - `--attacker MODEL`: MODEL trained as the protocol's fits are (its schedule, augmentation
   and input standardization, seed 0) on the clips as they are and contrast-stretched
   (`--stretch channel|pixel|center|clip`, see `stretch`; mapped to 128 +- 40 grey levels per
-  training std).
+  training std; `none`: as they are only), for each of `--attacker-seeds`;
+- `--select loss,score,loss-full`: each fit once per checkpoint rule, the protocol's (the
+  epoch of lowest validation loss, stopping when it stalls), one that keeps and stops on
+  validation cMAP instead, and `-full` ones that never stop before the budget's last epoch:
+  does the protocol's rule leave an attacker short of what it could read?
 
     python benchmarks/fixed_pattern.py --method vita --probe
     python benchmarks/fixed_pattern.py --method vita --seeds 1 --attacker tiny2d-wide
     python benchmarks/fixed_pattern.py --method spact --seeds 2 --protocol known@4 \
         --attacker linear-probe --stretch center
+    python benchmarks/fixed_pattern.py --method seg-black-face --seeds 0 --protocol novel@5 \
+        --attacker tiny-resnet2d --stretch none --select loss,score --attacker-seeds 0,1,2
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -66,7 +73,11 @@ def main() -> None:
     ap.add_argument("--protocol", default="unseen-attackers@3")
     ap.add_argument("--probe", action="store_true")
     ap.add_argument("--attacker", default=None)
-    ap.add_argument("--stretch", default="pixel", choices=["channel", "pixel", "center", "clip"])
+    ap.add_argument("--stretch", default="pixel",
+                    choices=["channel", "pixel", "center", "clip", "none"])
+    ap.add_argument("--attacker-seeds", default="0")
+    ap.add_argument("--select", default=None,
+                    help="checkpoint rules, e.g. loss,score (default: the protocol's)")
     args = ap.parse_args()
     config = EvaluationConfig(f"baseline:{args.method}", args.protocol, preset="tiny").resolved()
     run = start_run(config, "cpu", None, 1)
@@ -97,16 +108,26 @@ def main() -> None:
                   f"clips {o.std(0).mean():.2f}, over frames {o.std(1).mean():.2f} grey levels",
                   flush=True)
         if args.attacker:
-            spec = plan(run, args.attacker, "attributes", clips, clips, 0, "probe").spec
-            for name, videos in (("as is", out), (f"stretched per {args.stretch}",
-                                                  stretch(out, tr, args.stretch))):
-                start = time.perf_counter()
-                net, traces = fit(spec, videos[tr], y[tr])
-                p = predict(net, spec, videos[te], clips=run.protocol.clip.test_clips)
-                p = p.mean(1) if p.ndim == 3 else p
-                print(f"{tag} {name}: {args.attacker} {held_out_map(p):.1f} mAP (best "
-                      f"epochs {[t.best_epoch for t in traces]}, "
-                      f"{time.perf_counter() - start:.0f} s)", flush=True)
+            variants = [("as is", out)] + ([] if args.stretch == "none" else [
+                (f"stretched per {args.stretch}", stretch(out, tr, args.stretch))])
+            for seed in (int(s) for s in args.attacker_seeds.split(",")):
+                spec = plan(run, args.attacker, "attributes", clips, clips, seed, "probe").spec
+                rules = args.select.split(",") if args.select else [spec.schedule.stop_on]
+                for (name, videos), rule in ((v, r) for v in variants for r in rules):
+                    sched = spec.schedule
+                    ruled = dataclasses.replace(spec, schedule=sched.model_copy(update=dict(
+                        stop_on=rule.removesuffix("-full"), min_epochs=sched.max_epochs
+                        if rule.endswith("-full") else sched.min_epochs)))
+                    start = time.perf_counter()
+                    net, traces = fit(ruled, videos[tr], y[tr])
+                    p = predict(net, ruled, videos[te], clips=run.protocol.clip.test_clips)
+                    p = p.mean(1) if p.ndim == 3 else p
+                    t = next(t for t in traces if t.chosen)
+                    print(f"{tag} {name}: {args.attacker} seed {seed}, kept on validation "
+                          f"{rule}: {held_out_map(p):.1f} mAP (best epoch {t.best_epoch} of "
+                          f"{t.epochs}, validation cMAP there {t.val_score[t.best_epoch - 1]:.1f}"
+                          f", highest {max(t.val_score):.1f}; {time.perf_counter() - start:.0f}"
+                          " s)", flush=True)
 
 
 if __name__ == "__main__":
