@@ -74,6 +74,18 @@ def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_pat
     assert "score" in again.timings and again.timings.get("compute_train") is None
 
 
+def test_attackers_train_on_their_own_schedule(synth_tiny, tmp_path):
+    """v6: attackers run their whole budget and keep their best validation score, the target
+    keeps its own schedule."""
+    proto = QUICK.model_copy(update={"id": "test-attacker-schedule", "attacker_schedule":
+                                     Schedule(max_epochs=3, min_epochs=3, stop_on="score")})
+    rec = _run("baseline:identity", tmp_path, synth_tiny, protocol=proto)
+    curves = [c for a in rec.attackers for c in a.curves]
+    assert curves and all(c.epochs == 3 for c in curves)
+    assert all(c.val_score[c.best_epoch - 1] == max(c.val_score) for c in curves)
+    assert all(c.epochs <= 2 for c in rec.metrics.target_curves)
+
+
 def test_exported_identity_reproduces_raw_reference(synth_tiny, tmp_path):
     class Copy(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:

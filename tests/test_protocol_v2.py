@@ -82,6 +82,23 @@ def test_training_records_its_curve_and_retries_an_early_best():
         assert len(traces) == 1
 
 
+def test_an_attacker_kept_on_its_score_trains_the_whole_budget():
+    """v6's attacker rule: no early stop, the epoch (and attempt) of highest validation score
+    kept, whatever the validation loss did."""
+    rng = np.random.default_rng(1)
+    videos = rng.integers(0, 255, (64, 2, 16, 16, 3), dtype=np.uint8)
+    labels = (videos[:, :, :8].mean((1, 2, 3, 4)) > videos.mean((1, 2, 3, 4))).astype(int)
+    sched = Schedule(max_epochs=8, min_epochs=8, lr=3e-2, lr_decay="cosine", stop_on="score",
+                     retry_lrs=(1e-3,), batch_size=16, patience_fraction=0.2)
+    spec = FitSpec(model="tiny2d", task="multiclass", num_outputs=2, clip_frames=2,
+                   input_size=16, schedule=sched, augment=(), seed=0)
+    _, traces = fit(spec, videos, labels)
+    for t in traces:
+        assert t.epochs == 8 and t.best_epoch == int(np.argmax(t.val_score)) + 1
+    chosen = next(t for t in traces if t.chosen)
+    assert chosen.val_score[chosen.best_epoch - 1] == max(max(t.val_score) for t in traces)
+
+
 def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
     for pid, spec in PROTOCOLS.items():
         below = [v for v in old_versions(pid) if v < spec.version]
@@ -170,25 +187,27 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
 def test_each_pa_synth_version_changes_what_it_says():
     """v3 keeps every other setting of v2 and names registered models with a video attacker;
     v4 is v3 with standardized model inputs and a linear probe among the attackers; v5 is v4
-    with a frame-standardized attacker and v4's trained models, for every pa-synth protocol.
+    with a frame-standardized attacker and v4's trained models; v6 is v5 with attackers that
+    keep their epoch of highest validation cMAP over the whole budget, for every pa-synth
+    protocol.
     Exactly one version is current (`CURRENT`, else v2); those below it are in `LEGACY`, and
     so is one above it that a newer one superseded before promotion; the newest is `NEXT`
     (made entry by entry) until it is current."""
     from pabench.protocols import CURRENT
 
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
-    assert set(NEXT) == {pid for pid in synth if CURRENT.get(pid, VERSION) < 5}
+    assert set(NEXT) == {pid for pid in synth if CURRENT.get(pid, VERSION) < 6}
     for pid in synth:
-        v2, v3, v4, v5 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4, 5))
+        v2, v3, v4, v5, v6 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4, 5, 6))
         current = CURRENT.get(pid, VERSION)
-        for spec in (v2, v3, v4, v5):
+        for spec in (v2, v3, v4, v5, v6):
             if spec.version == current:
                 assert PROTOCOLS.get(pid) == spec
-            elif spec is not v5 or spec.version < current:  # older, or superseded
+            elif spec is not v6 or spec.version < current:  # older, or superseded
                 assert LEGACY[pid, spec.version] == spec
             else:
                 assert NEXT[pid] == spec
-        assert [v.version for v in (v2, v3, v4, v5)] == [VERSION + i for i in range(4)]
+        assert [v.version for v in (v2, v3, v4, v5, v6)] == [VERSION + i for i in range(5)]
         moved = {k for k, v in v3.model_dump().items() if v2.model_dump()[k] != v}
         assert moved <= {"version", "attackers", "description"}
         assert "tiny-c3d" not in v3.attackers and "tiny-vit2d" not in v3.attackers
@@ -201,6 +220,12 @@ def test_each_pa_synth_version_changes_what_it_says():
         assert moved == {"version", "models_of", "attackers", "description"}
         assert v5.attackers[:-1] == v4.attackers and v5.attackers[-1].endswith("-framestd")
         assert v5.models_version == v4.models_version == 4
+        moved = {k for k, v in v6.model_dump().items() if v5.model_dump()[k] != v}
+        assert moved == {"version", "attacker_schedule", "description"}
+        kept = v6.schedule_for("attributes")
+        assert (kept.stop_on, kept.min_epochs) == ("score", kept.max_epochs)
+        assert v6.schedule_for("action") == v5.schedule_for("attributes") == v5.schedule
+        assert v6.models_version == 4  # targets shared; attackers keyed by their schedule
     everything = expand("baseline:identity,black", "all@3", preset="tiny")
     assert [(c.submission, c.spec) for c in everything] == [
         (f"baseline:{name}", get_protocol(f"{p.id}@3")) for name in ("identity", "black")

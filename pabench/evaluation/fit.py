@@ -47,8 +47,9 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
         raise PabenchError(f"{train.name}/{train.split}: has no {target} labels for {stage}")
     task = "multilabel" if y.ndim == 2 else "multiclass"
     n_out = len(train.action_classes if target == "action" else train.attribute_names)
+    schedule = p.schedule_for(target)
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
-                   clip_frames=run.frames, input_size=run.size, schedule=p.schedule,
+                   clip_frames=run.frames, input_size=run.size, schedule=schedule,
                    augment=p.augment, seed=seed, device=run.device, standardize=p.standardize,
                    # gathering from a store larger than memory runs behind a GPU step; it
                    # moves no number (tests/test_training_path.py), so it is not in the key
@@ -57,7 +58,7 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     # where and how it computes moves the numbers too, as does the autocast dtype
     where = (*numerics(run.device, run.threads), str(spec.amp_dtype))
     fit_key = digest(FIT_CODE_VERSION, p.models_version, model, task, train.fingerprint, seed,
-                     p.schedule.model_dump(), p.augment, run.frames, run.size, where,
+                     schedule.model_dump(), p.augment, run.frames, run.size, where,
                      # 2: the shift augmentation moves only the departure from the mean image
                      *(("standardize", 2) if p.standardize else ()))[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]

@@ -269,9 +269,13 @@ class Trace:
     val_score: list[float] = field(default_factory=list)
     chosen: bool = True
 
-    @property
-    def best_loss(self) -> float:
-        return self.val_loss[self.best_epoch - 1] if self.best_epoch else float("inf")
+    def best_key(self, stop_on: str) -> float:
+        """What the kept epoch was chosen by, lower being better: its validation loss, or
+        (`stop_on` score) its validation score negated."""
+        if not self.best_epoch:
+            return float("inf")
+        i = self.best_epoch - 1
+        return self.val_loss[i] if stop_on == "loss" else -self.val_score[i]
 
 
 def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
@@ -398,9 +402,9 @@ def fit(spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
             m, t = _attempt(spec, videos, targets, lr, progress, f"{stage}, retry at lr {lr:g}",
                             stats)
             traces.append(t)
-            if t.best_loss < min(x.best_loss for x in traces[:-1]):
+            if t.best_key(sched.stop_on) < min(x.best_key(sched.stop_on) for x in traces[:-1]):
                 model = m
-        best = min(traces, key=lambda x: x.best_loss)
+        best = min(traces, key=lambda x: x.best_key(sched.stop_on))
         for t in traces:
             t.chosen = t is best
     if progress:

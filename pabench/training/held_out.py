@@ -81,7 +81,8 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     results = []
     for model in held_out_attackers(known):
         spec = FitSpec(model=model, task="multilabel", num_outputs=len(KNOWN_ATTRIBUTES),
-                       clip_frames=p.frames, input_size=p.size, schedule=known.schedule,
+                       clip_frames=p.frames, input_size=p.size,
+                       schedule=known.schedule_for("attributes"),
                        augment=known.augment, seed=seed, device=device,
                        standardize=known.standardize)
         net, traces = fit(spec, out[:train_clips], labels[:train_clips], progress=progress,
