@@ -269,13 +269,14 @@ class Trace:
     val_score: list[float] = field(default_factory=list)
     chosen: bool = True
 
-    def best_key(self, stop_on: str) -> float:
-        """What the kept epoch was chosen by, lower being better: its validation loss, or
-        (`stop_on` score) its validation score negated."""
-        if not self.best_epoch:
-            return float("inf")
-        i = self.best_epoch - 1
+    def key_at(self, epoch: int, stop_on: str) -> float:
+        """What an epoch is kept by, lower being better: its validation loss, or (`stop_on`
+        score) its validation score negated."""
+        i = epoch - 1
         return self.val_loss[i] if stop_on == "loss" else -self.val_score[i]
+
+    def best_key(self, stop_on: str) -> float:
+        return self.key_at(self.best_epoch, stop_on) if self.best_epoch else float("inf")
 
 
 def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
@@ -480,7 +481,7 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
         trace.val_loss.append(val_loss)
         trace.val_score.append(val_score)
         trace.epochs = epoch
-        key = val_loss if sched.stop_on == "loss" else -val_score
+        key = trace.key_at(epoch, sched.stop_on)
         if key < best_key:
             best_key, trace.best_epoch, best_state = key, epoch, copy.deepcopy(model.state_dict())
         if progress:
