@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -97,6 +99,23 @@ def test_an_attacker_kept_on_its_score_trains_the_whole_budget():
         assert t.epochs == 8 and t.best_epoch == int(np.argmax(t.val_score)) + 1
     chosen = next(t for t in traces if t.chosen)
     assert chosen.val_score[chosen.best_epoch - 1] == max(max(t.val_score) for t in traces)
+
+
+def test_a_constant_output_keeps_its_last_epoch_and_is_not_retried():
+    """All-black clips read the same validation score every epoch: v6's rule keeps the last
+    of them, so the run is neither retried at another LR nor flagged as stopped early."""
+    videos = np.zeros((48, 2, 16, 16, 3), dtype=np.uint8)
+    labels = (np.arange(48) % 6 == 0).astype(int)  # one clip in six of class 1
+    sched = Schedule(max_epochs=5, min_epochs=5, lr=3e-2, lr_decay="cosine",
+                     stop_on="score-last", retry_lrs=(1e-3,), batch_size=16)
+    spec = FitSpec(model="tiny2d", task="multiclass", num_outputs=2, clip_frames=2,
+                   input_size=16, schedule=sched, augment=(), seed=0)
+    _, traces = fit(spec, videos, labels)
+    assert len(set(traces[0].val_score)) == 1
+    assert [(t.epochs, t.best_epoch) for t in traces] == [(5, 5)]
+    score = sched.model_copy(update=dict(stop_on="score"))
+    first = fit(dataclasses.replace(spec, schedule=score), videos, labels)[1]
+    assert [t.best_epoch for t in first] == [1, 1]  # the rule v6 replaced: epoch 1, retried
 
 
 def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
@@ -223,7 +242,7 @@ def test_each_pa_synth_version_changes_what_it_says():
         moved = {k for k, v in v6.model_dump().items() if v5.model_dump()[k] != v}
         assert moved == {"version", "attacker_schedule", "description"}
         kept = v6.schedule_for("attributes")
-        assert (kept.stop_on, kept.min_epochs) == ("score", kept.max_epochs)
+        assert (kept.stop_on, kept.min_epochs) == ("score-last", kept.max_epochs)
         assert v6.schedule_for("action") == v5.schedule_for("attributes") == v5.schedule
         assert v6.models_version == 4  # targets shared; attackers keyed by their schedule
     everything = expand("baseline:identity,black", "all@3", preset="tiny")

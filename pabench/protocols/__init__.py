@@ -58,8 +58,9 @@ class Schedule(_Frozen):
     score on a few hundred clips), waits `patience_fraction` of the budget for a new best, and
     retrains a run whose best epoch falls in the first tenth of the budget at each of
     `retry_lrs`, keeping the attempt of lowest validation loss (every attempt is recorded).
-    v6's attackers keep the epoch, and attempt, of highest validation score instead, over their
-    whole budget (`ProtocolSpec.attacker_schedule`)."""
+    v6's attackers keep the epoch, and attempt, of highest validation score instead (the
+    latest of equal scores), over their whole budget
+    (`ProtocolSpec.attacker_schedule`)."""
 
     max_epochs: int = 40
     patience: int = 4
@@ -69,7 +70,7 @@ class Schedule(_Frozen):
     weight_decay: float = 1e-4
     val_fraction: float = 0.15
     lr_decay: Literal["none", "cosine"] = "none"
-    stop_on: Literal["score", "loss"] = "score"
+    stop_on: Literal["score", "loss", "score-last"] = "score"
     patience_fraction: float = 0.0
     retry_lrs: tuple[float, ...] = ()
 
@@ -381,15 +382,19 @@ def _best_score(spec: ProtocolSpec) -> ProtocolSpec:
     f_A an attacker's validation loss bottoms out within a few epochs while its cMAP keeps
     rising for 10-20 more: on held-out training clips the loss rule read 1.3-4.9 points lower
     on five of eight learned cases, about the same on the rest, and within 0.7 on reference
-    ones (baselines/README.md, "Which epoch an attacker keeps"). Targets train as before, so
-    v6 shares their models with v4 and v5."""
+    ones (baselines/README.md, "Which epoch an attacker keeps"). Of equal cMAPs the latest
+    epoch is kept: on a constant output (all-black) every epoch reads the base rate, and the
+    first would retry every attacker and flag it as stopped early (its validation loss is
+    lowest at epoch 1 too, as the output drifts to the training base rate). Targets train
+    as before, so v6 shares their models with v4 and v5."""
     sched = spec.schedule
     return spec.model_copy(update=dict(
         version=6, attacker_schedule=sched.model_copy(update=dict(
-            stop_on="score", min_epochs=sched.max_epochs)),
+            stop_on="score-last", min_epochs=sched.max_epochs)),
         description=f"{spec.description} Version 6: every attacker trains for its whole "
-        "budget and keeps the epoch of highest validation cMAP, where an attacker on a learned "
-        "output is past its lowest validation loss long before it reads the most."))
+        "budget and keeps the epoch of highest validation cMAP (of equal cMAPs the latest), "
+        "where an attacker on a learned output is past its lowest validation loss long "
+        "before it reads the most."))
 
 
 def _generations(spec: ProtocolSpec) -> list[ProtocolSpec]:

@@ -269,14 +269,17 @@ class Trace:
     val_score: list[float] = field(default_factory=list)
     chosen: bool = True
 
-    def key_at(self, epoch: int, stop_on: str) -> float:
-        """What an epoch is kept by, lower being better: its validation loss, or (`stop_on`
-        score) its validation score negated."""
+    def key_at(self, epoch: int, stop_on: str) -> tuple[float, ...]:
+        """What an epoch is kept by, lower being better: its validation loss, its validation
+        score negated, or (`score-last`) that score with equal scores going to the later
+        epoch: a constant output (all-black) reads the same score every epoch, and keeping
+        its first epoch would retry it and flag it as stopped early."""
         i = epoch - 1
-        return self.val_loss[i] if stop_on == "loss" else -self.val_score[i]
+        loss, score = self.val_loss[i], -self.val_score[i]
+        return {"loss": (loss,), "score": (score,)}.get(stop_on, (score, -epoch))
 
-    def best_key(self, stop_on: str) -> float:
-        return self.key_at(self.best_epoch, stop_on) if self.best_epoch else float("inf")
+    def best_key(self, stop_on: str) -> tuple[float, ...]:
+        return self.key_at(self.best_epoch, stop_on) if self.best_epoch else (math.inf,)
 
 
 def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.ndarray,
@@ -449,7 +452,8 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
     # fp16 overflows without loss scaling; bf16 has fp32's range and needs none
     scaler = torch.amp.GradScaler(device_type, enabled=amp == torch.float16)
     trace = Trace(seed=spec.seed, lr=lr)
-    best_key, best_state = np.inf, None
+    best_key: tuple[float, ...] = (math.inf,)
+    best_state = None
     for epoch in range(1, sched.max_epochs + 1):
         net.train()
         perm = rng.permutation(np.repeat(train, reps))
