@@ -276,7 +276,7 @@ class Trace:
         its first epoch would retry it and flag it as stopped early."""
         i = epoch - 1
         loss, score = self.val_loss[i], -self.val_score[i]
-        return {"loss": (loss,), "score": (score,)}.get(stop_on, (score, -epoch))
+        return {"loss": (loss,), "score": (score,), "score-last": (score, -epoch)}[stop_on]
 
     def best_key(self, stop_on: str) -> tuple[float, ...]:
         return self.key_at(self.best_epoch, stop_on) if self.best_epoch else (math.inf,)
