@@ -135,3 +135,31 @@ def test_a_failed_job_names_its_model_and_a_dead_worker_is_replaced(synth_tiny: 
         started = list(workers)
         pool.close()
     assert started and not any(w.alive for w in started)
+
+
+def test_a_worker_ends_with_a_parent_killed_mid_job(tmp_path: Path) -> None:
+    """A parent killed by SIGKILL runs no cleanup: its worker, busy here for a minute, must
+    still end within seconds instead of training on for nobody."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    child = ("import sys, time; from pabench.evaluation.parallel import exit_with_parent; "
+             "exit_with_parent(int(sys.argv[1]), 0.1); print('busy', flush=True); time.sleep(60)")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", "import os, subprocess, sys, time; p = subprocess.Popen("
+         f"[sys.executable, '-c', {child!r}, str(os.getpid())]); print(p.pid, flush=True); "
+         "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    assert parent.stdout is not None
+    lines = [parent.stdout.readline().strip() for _ in range(2)]  # its pid; the child is busy
+    pid = int(next(line for line in lines if line != "busy"))
+    status = Path(f"/proc/{pid}/status")
+    if not status.exists():
+        pytest.skip("needs /proc to see the worker")
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while status.exists() and "State:\tZ" not in status.read_text():
+        assert time.monotonic() < deadline, "the worker outlived its killed parent by 10 s"
+        time.sleep(0.2)

@@ -254,6 +254,9 @@ def _receive(pipe: BinaryIO) -> bytes:
     return data
 
 
+_PARENT = "PABENCH_WORKER_PARENT"
+
+
 def worker_command(threads: int) -> tuple[list[str], dict[str, str]]:
     """The worker's command line and environment. It must import this very `pabench`: `-m`
     or `-c` would put the working directory first on `sys.path`, so a run started beside
@@ -263,7 +266,8 @@ def worker_command(threads: int) -> tuple[list[str], dict[str, str]]:
     (`pabench.evaluation` imports it too), with a warning as the worker's first words."""
     root = str(Path(pabench.__file__).resolve().parent.parent)
     path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path,
+           _PARENT: str(os.getpid())}
     return [sys.executable, "-P", "-c", f"from {__name__} import serve; serve()"], env
 
 
@@ -301,9 +305,24 @@ def _cached_only(job: FitJob) -> Submission:
     return Submission(job.name, None, job.sha256, "baseline", missing, SubmissionMeta())
 
 
+def exit_with_parent(parent: int, poll: float = 1.0) -> None:
+    """End this process soon after its parent (pid `parent`, named by the parent itself: it
+    may die before this runs) ends. A parent killed by SIGTERM or SIGKILL (a scheduler's time
+    limit, `kill`) runs no atexit handler, and its workers saw the end of their input only
+    after the model in hand: minutes of every core trained for nobody."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll)
+        os._exit(1)  # cache files are written atomically: nothing is left half-written
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def serve() -> None:
     """The worker's loop: a job in, its timings (or the error) out, until the input ends. The
     replies get a descriptor of their own; anything printed goes to stderr, never into them."""
+    exit_with_parent(int(os.environ[_PARENT]))
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     _send(replies, b"")  # imports done: ready
