@@ -20,10 +20,25 @@ from huggingface_hub.utils import _http as hf_http
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("FIFTYONE_DO_NOT_TRACK", "true")
+# Under pytest-xdist (`-n auto` in the README's test command) the workers share the cores:
+# each takes its share of threads, else two trainings of all cores each spin against each other.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _CORES // _WORKERS)))
+    # an xdist worker starts with COLUMNS=80, which rich would freeze as every table's width
+    os.environ.pop("COLUMNS", None)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"  # the stand-in Hub's one commit id
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files holding a slow test first (in their own order otherwise): under `--dist loadfile`
+    a minute-long test started last keeps one worker busy while the others idle."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow)
 
 
 @pytest.fixture(scope="session")

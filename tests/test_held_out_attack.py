@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import torch
 from typer.testing import CliRunner
 
@@ -23,6 +24,7 @@ def test_the_held_out_attacker_is_neither_trained_against_nor_scoring():
     assert held_out_attackers(get_protocol("known@4")) == (HELD_OUT_ATTACKER,)
 
 
+@pytest.mark.slow
 def test_raw_clips_leak_and_black_clips_do_not():
     """The controls of any privacy measure: identity far above an all-black anonymizer, which
     sits near the attributes' base rate (128 + 48 clips here; 84.5 against 53.3 on one CPU
