@@ -21,7 +21,7 @@ from pabench.submission import SubmissionMeta, export_submission, from_module
 
 QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
     "id": "test-quick", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
+    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None,
 })
 
 
@@ -146,7 +146,7 @@ def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
     proto = PROTOCOLS.get("cross-dataset").model_copy(update={
         "id": "test-accept", "seeds": (0,), "consistency_check": False,
         "attackers": ("tiny-resnet2d",),
-        "schedule": Schedule(max_epochs=25, patience=4, min_epochs=4)})
+        "schedule": Schedule(max_epochs=25, patience=4, min_epochs=4), "attacker_schedule": None})
     black = _run(from_module("black", Black()), tmp_path, synth_tiny, protocol=proto)
     assert black.metrics.action <= 100 / 8 + 8
     rate = json.loads((synth_tiny / "synth-privacy" / "pabench.json").read_text())

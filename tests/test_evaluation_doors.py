@@ -23,7 +23,7 @@ QUICK = """
 from pabench.protocols import PROTOCOLS, Schedule
 QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
     "id": "test-quick", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
+    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None,
 })
 """
 
@@ -85,7 +85,7 @@ def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path, monkeyp
 
     quick = PROTOCOLS.get("cross-dataset").model_copy(update={
         "id": "test-corrupt", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-        "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1)})
+        "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None})
     first = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
     runs = pabench_home() / "runs"
     corrupted = 0

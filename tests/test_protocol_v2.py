@@ -31,6 +31,7 @@ from pabench.training import FitSpec, fit
 
 QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
     "id": "test-v2", "attackers": ("tiny2d",), "seeds": (0,),
+    "attacker_schedule": None,
     "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1, lr_decay="cosine",
                          stop_on="loss"),
 })

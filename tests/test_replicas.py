@@ -22,6 +22,7 @@ from pabench.submission import export_submission
 TWO_SEEDS = PROTOCOLS.get("cross-dataset").model_copy(update={
     "id": "test-replicas", "seeds": (0, 1), "consistency_check": False,
     "attackers": ("tiny2d",), "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
+    "attacker_schedule": None,
 })
 COMMITTED = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
 
