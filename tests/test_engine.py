@@ -10,19 +10,17 @@ import sys
 import numpy as np
 import pytest
 import torch
+from quick import quick_protocol
 from torch import nn
 from torchvision.transforms.functional import rgb_to_grayscale
 
 from pabench.errors import PabenchError
 from pabench.evaluation import evaluate
-from pabench.protocols import PROTOCOLS, Schedule
+from pabench.protocols import Schedule
 from pabench.records import read_record
 from pabench.submission import SubmissionMeta, export_submission, from_module
 
-QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-quick", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None,
-})
+QUICK = quick_protocol("test-quick")
 
 
 class Gray(nn.Module):
@@ -125,9 +123,7 @@ def test_pickled_module_is_refused(synth_tiny, tmp_path):
 
 
 def test_novel_refuses_declared_overlap(synth_tiny, tmp_path):
-    quick_novel = PROTOCOLS.get("novel").model_copy(update={
-        "id": "test-quick-novel", "seeds": (0,), "consistency_check": False,
-        "attackers": ("tiny2d",), "schedule": QUICK.schedule})
+    quick_novel = quick_protocol("test-quick-novel", base="novel")
     meta = SubmissionMeta(name="x", training_data={"action_classes": ["rise", "walk_left"]})
     sub = from_module("gray", Gray(), meta)
     with pytest.raises(PabenchError, match="not eligible.*rise"):
@@ -143,10 +139,8 @@ def test_cli_unknown_protocol_is_one_line():
 
 @pytest.mark.slow
 def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
-    proto = PROTOCOLS.get("cross-dataset").model_copy(update={
-        "id": "test-accept", "seeds": (0,), "consistency_check": False,
-        "attackers": ("tiny-resnet2d",),
-        "schedule": Schedule(max_epochs=25, patience=4, min_epochs=4), "attacker_schedule": None})
+    proto = quick_protocol("test-accept", attackers=("tiny-resnet2d",),
+                           schedule=Schedule(max_epochs=25, patience=4, min_epochs=4))
     black = _run(from_module("black", Black()), tmp_path, synth_tiny, protocol=proto)
     assert black.metrics.action <= 100 / 8 + 8
     rate = json.loads((synth_tiny / "synth-privacy" / "pabench.json").read_text())

@@ -11,21 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from quick import quick_protocol
 from typer.testing import CliRunner
 
 from pabench.errors import PabenchError
-from pabench.protocols import PROTOCOLS
 from pabench.records import read_record
 from pabench.runtime import atomic_write_bytes, pabench_home
 
 ROOT = Path(__file__).resolve().parents[1]
-QUICK = """
-from pabench.protocols import PROTOCOLS, Schedule
-QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-quick", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None,
-})
-"""
 
 
 def _pabench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -57,18 +50,20 @@ def test_concurrent_writers_never_mix_bytes(tmp_path: Path) -> None:
 def test_two_runs_of_one_evaluation_at_once_both_finish_with_one_record(synth_tiny: Path,
                                                                         tmp_path: Path) -> None:
     script = tmp_path / "run.py"
-    script.write_text(QUICK + textwrap.dedent(f"""
+    script.write_text(textwrap.dedent(f"""
         from pabench.evaluation import evaluate
-        evaluate("baseline:identity", QUICK, preset="tiny", data_dir={str(synth_tiny)!r},
-                 output_dir={str(tmp_path / "results")!r})
+        from quick import quick_protocol
+        evaluate("baseline:identity", quick_protocol("test-quick"), preset="tiny",
+                 data_dir={str(synth_tiny)!r}, output_dir={str(tmp_path / "results")!r})
     """))
-    env = {**os.environ, "PABENCH_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, "PABENCH_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": str(ROOT / "tests")}
     procs = [subprocess.Popen([sys.executable, str(script)], env=env, stderr=subprocess.PIPE,
                               text=True) for _ in range(2)]
     errors = [p.communicate()[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errors
     records = list((tmp_path / "results").glob("*.json"))
-    version = PROTOCOLS.get("cross-dataset").version  # QUICK's, in the script
+    version = quick_protocol("test-quick").version
     assert [r.name for r in records] == [f"pa-synth__tiny__test-quick__v{version}__identity.json"]
     rec = read_record(records[0])
     assert (tmp_path / "results" / rec.samples[0]).is_file()
@@ -79,13 +74,10 @@ def test_two_runs_of_one_evaluation_at_once_both_finish_with_one_record(synth_ti
 
 def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path, monkeypatch) -> None:
     from pabench.evaluation import evaluate
-    from pabench.protocols import PROTOCOLS, Schedule
 
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))  # only this test's caches
 
-    quick = PROTOCOLS.get("cross-dataset").model_copy(update={
-        "id": "test-corrupt", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-        "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None})
+    quick = quick_protocol("test-corrupt")
     first = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
     runs = pabench_home() / "runs"
     corrupted = 0

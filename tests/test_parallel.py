@@ -10,12 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from quick import quick_protocol
 
-from pabench.protocols import PROTOCOLS, Schedule
-
-QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-side-by-side", "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
-    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None})
+QUICK = quick_protocol("test-side-by-side")
 
 
 def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path, tmp_path: Path,

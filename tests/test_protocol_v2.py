@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from quick import quick_protocol
 from torch import nn
 
 from pabench import evaluate
@@ -29,12 +30,8 @@ from pabench.protocols import (
 from pabench.submission import from_module
 from pabench.training import FitSpec, fit
 
-QUICK = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-v2", "attackers": ("tiny2d",), "seeds": (0,),
-    "attacker_schedule": None,
-    "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1, lr_decay="cosine",
-                         stop_on="loss"),
-})
+QUICK = quick_protocol("test-v2", consistency_check=True, schedule=Schedule(
+    max_epochs=2, patience=1, min_epochs=1, lr_decay="cosine", stop_on="loss"))
 
 
 def test_one_class_attributes_are_excluded_both_ways():

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from quick import quick_protocol
 from torch import nn
 
 from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext, Identity
@@ -15,15 +16,10 @@ from pabench.errors import PabenchError
 from pabench.evaluation import EvaluationConfig, evaluate
 from pabench.evaluation.config import usable_cores
 from pabench.evaluation.run import resolve_submission
-from pabench.protocols import PROTOCOLS, Schedule
 from pabench.records import Replica, read_record, write_record
 from pabench.submission import export_submission
 
-TWO_SEEDS = PROTOCOLS.get("cross-dataset").model_copy(update={
-    "id": "test-replicas", "seeds": (0, 1), "consistency_check": False,
-    "attackers": ("tiny2d",), "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1),
-    "attacker_schedule": None,
-})
+TWO_SEEDS = quick_protocol("test-replicas", seeds=(0, 1))
 COMMITTED = Path(__file__).resolve().parents[1] / "leaderboard" / "results"
 
 
