@@ -347,7 +347,7 @@ def _standardized(spec: ProtocolSpec) -> ProtocolSpec:
     probe among the attackers, so the worst case is never below what it reads. Under v3 the
     learned baselines' outputs (a fixed pattern varying by a grey level between clips) left
     attackers at chance while a linear probe on the same clips read the attributes almost as
-    on raw ones (baselines/README.md, "Attackers blind to a fixed pattern")."""
+    on raw ones (baselines/HISTORY.md, "Attackers blind to a fixed pattern")."""
     return spec.model_copy(update=dict(
         version=4, standardize=True, attackers=(*spec.attackers, "linear-probe"),
         description=f"{spec.description} Version 4: every model sees its input less the mean "
@@ -382,7 +382,7 @@ def _best_score(spec: ProtocolSpec) -> ProtocolSpec:
     f_A an attacker's validation loss bottoms out within a few epochs while its cMAP keeps
     rising for 10-20 more: on held-out training clips the loss rule read 1.3-4.9 points lower
     on five of eight learned cases, about the same on the rest, and within 0.7 on reference
-    ones (baselines/README.md, "Which epoch an attacker keeps"). Of equal cMAPs the latest
+    ones (baselines/HISTORY.md, "Which epoch an attacker keeps"). Of equal cMAPs the latest
     epoch is kept: on a constant output (all-black) every epoch reads the base rate, and the
     first would retry every attacker and flag it as stopped early (its validation loss is
     lowest at epoch 1 too, as the output drifts to the training base rate). Targets train

@@ -309,7 +309,7 @@ class Standardized(nn.Module):
     ln 2) although a linear probe read the attributes almost as on raw clips. Scaling each
     channel alone does not help (the fixed pattern sets the spread), removing the mean image
     does; dividing each pixel by its own spread would too, but amplifies noise where raw clips
-    barely vary (baselines/README.md, "Attackers blind to a fixed pattern"). The statistics
+    barely vary (baselines/HISTORY.md, "Attackers blind to a fixed pattern"). The statistics
     are buffers, so cached weights carry them."""
 
     def __init__(self, model: nn.Module, size: int) -> None:
@@ -342,7 +342,7 @@ class FrameStandardized:
     v5's extra attacker (`ModelSpec.frame_standardized`), ahead of v4's mean image. spact's
     seed-2 f_A gave each clip a grey level and contrast of its own; every v4 attacker stayed
     near chance on it while the same CNN on clips standardized first read the attributes
-    (baselines/README.md). Done on read, so a memory-mapped split is never copied; every index
+    (baselines/HISTORY.md). Done on read, so a memory-mapped split is never copied; every index
     keeps a frame's height, width and channels last."""
 
     def __init__(self, videos: np.ndarray) -> None:

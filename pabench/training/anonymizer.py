@@ -113,7 +113,7 @@ class SPActRecipe(_Recipe):
     ssl_lr: float = 2e-3
     temperature: float = Field(0.1, gt=0)
     # 0.25, inside SPAct's (0, 1) range: chosen on held-out clips of the training namespace
-    # (baselines/README.md), where 1.0 fell below the held-out top-1 bar in two of three seeds
+    # (baselines/HISTORY.md), where 1.0 fell below the held-out top-1 bar in two of three seeds
     omega: float = Field(0.25, gt=0, description="weight of -NT-Xent in f_A's loss")
 
     def attackers(self) -> tuple[str, ...]:
@@ -160,7 +160,7 @@ class VitaRecipe(_Recipe):
 class VitaGRLRecipe(VitaRecipe):
     method: Literal["vita-grl"] = "vita-grl"  # type: ignore[assignment]
     steps: int = Field(600, ge=0, description="minimax iterations (600 beat 200 in every "
-                                              "seed on held-out clips: baselines/README.md)")
+                                              "seed on held-out clips: baselines/HISTORY.md)")
     gamma: float = Field(0.5, gt=0, description="weight of -L_B in f_A's loss")
 
 
@@ -173,7 +173,7 @@ class VitaKBeamRecipe(VitaRecipe):
                               "ascent steps per iteration against the beam picked at its "
                               "first, each on a fresh privacy batch")
     # th_B: with one step per iteration the beams sat at chance on f_A's current output;
-    # 0.95 (the paper's multi-label value) won on held-out clips (baselines/README.md)
+    # 0.95 (the paper's multi-label value) won on held-out clips (baselines/HISTORY.md)
     budget_threshold: float | None = Field(
         0.95, gt=0, le=1, description="th_B: every iteration each beam keeps stepping, on "
         "fresh privacy batches, while its element-wise accuracy on the batch is at most this")

@@ -11,7 +11,7 @@ f_A's output of held-out clips of the training namespace, and is scored on other
 clips of it. From v5 on, whose attackers include one reading each frame standardized by its own
 statistics, the same architecture does so too and the measure is the worse of the two: spact's
 seed-2 f_A, which left every v4 attacker near chance, reads 49.9 on `tiny-dense2d` alone and
-74.5 on its twin (baselines/README.md).
+74.5 on its twin (baselines/HISTORY.md).
 """
 
 from __future__ import annotations
