@@ -64,6 +64,7 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "unet": (85.0, 60.0),
         "box-blur-face": (80.0, 61.0),  # CI overlaps unet's: the two share ranks 1-2
         "memorizer": (90.0, 20.0),  # failed the consistency check: never ranked
+        "black": (12.5, 30.0),  # a control at chance: shown, never ranked or on the front
     },
     ("cross-dataset", 1): {"identity": (75.0, 60.0), "downsample-4x": (61.0, 41.0)},
     ("raw-pretrained-attacker", RAW_NOW): {
@@ -73,9 +74,9 @@ FIXTURE: dict[tuple[str, int], dict[str, tuple[float, float]]] = {
         "channel-permute": (74.0, 54.0),
     },
 }
-PARETO_KNOWN = {"identity", "unet"}
+PARETO_KNOWN = {"unet"}
 RANKS_KNOWN = {"unet": (1, 2), "box-blur-face": (1, 2), "downsample-4x": (3, 3),
-               "identity": (4, 4)}
+               "identity": None, "black": None}
 UNRANKED = "memorizer"
 MEMORIZER_FLAG = "consistency check failed: train-vs-test AUC 93.0 above 60.0"
 BASE_CMAP = 30.0
@@ -289,10 +290,11 @@ def test_tables_never_mix_protocols_or_versions(results: Path) -> None:
     assert known_now.current and not tables[("known", 1)].current
     assert {e.name for e in known_now.entries if e.pareto} == PARETO_KNOWN
     assert {e.name: e.rank for e in known_now.shown} == RANKS_KNOWN
-    # ranked tables order by privacy, best first; the CI-tied pair reads "1–2"
-    assert [e.name for e in known_now.shown] == ["unet", "box-blur-face", "downsample-4x",
-                                              "identity"]
-    assert [e.rank_text for e in known_now.shown][:3] == ["1–2", "1–2", "3"]
+    # ranked tables order by privacy, best first; the CI-tied pair reads "1–2"; the controls
+    # and the raw reference are shown in place, unranked
+    assert [e.name for e in known_now.shown] == ["black", "unet", "box-blur-face",
+                                              "downsample-4x", "identity"]
+    assert [e.rank_text for e in known_now.shown] == ["", "1–2", "1–2", "3", ""]
     # archived and diagnostic tables rank nothing and mark no Pareto front
     for key in (("known", 1), ("cross-dataset", 1), ("raw-pretrained-attacker", RAW_NOW)):
         assert all(e.rank is None and not e.pareto for e in tables[key].entries)
@@ -307,7 +309,7 @@ def test_unranked_records_are_listed_not_ranked(results: Path, site: Path) -> No
     assert known_now.listing_of(memo) == "unranked"
     index = (site / "index.html").read_text()
     table = _section(index, f'id="tbl-{known_now.id}"', "</table>")
-    assert UNRANKED not in table and table.count('class="num rank"') == 4
+    assert UNRANKED not in table and table.count('class="num rank"') == 5
     below = _section(index, '<div class="unranked">', "</div>")
     assert f"entries/{memo.id}.html" in below and MEMORIZER_FLAG in below
     doc = json.loads((site / "data" / f"{known_now.id}.json").read_text())
@@ -362,9 +364,10 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     now = tables[("unseen-attackers", now_version)]
     assert (upcoming.listing, now.listing) == ("next", "ranked")
     assert upcoming.spec == NEXT["unseen-attackers"] and "tiny-tsm" in upcoming.spec.attackers
-    assert upcoming.covers == (2, 5) and now.covers is None
-    assert [e.name for e in upcoming.missing] == [UNRANKED, "box-blur-face", "downsample-4x"]
-    command = (f"pabench evaluate baseline:box-blur-face,downsample-4x --protocol "
+    assert upcoming.covers == (2, 6) and now.covers is None
+    assert [e.name for e in upcoming.missing] == [UNRANKED, "black", "box-blur-face",
+                                                  "downsample-4x"]
+    command = (f"pabench evaluate baseline:black,box-blur-face,downsample-4x --protocol "
                f"unseen-attackers@{next_version} --benchmark pa-synth --preset tiny")
     assert upcoming.remake_command == command
     assert all(e.rank is None and not e.pareto for e in upcoming.entries)
@@ -372,11 +375,11 @@ def test_next_version_records_are_shown_apart_with_their_coverage(
     build_site(results, reported, out)
     index, archive = (out / "index.html").read_text(), (out / "archive.html").read_text()
     assert f'id="{upcoming.id}"' not in index and f'id="{now.id}"' in index
-    assert f"unseen-attackers v{next_version}: 2 of 5" in index and 'archive.html#next"' in index
+    assert f"unseen-attackers v{next_version}: 2 of 6" in index and 'archive.html#next"' in index
     board = _section(archive, f'id="{upcoming.id}"')
     assert f"next version v{next_version}, in preparation" in board
-    assert "2 of its 5 entries" in board
-    assert f"Not re-made yet: {UNRANKED}, box-blur-face, downsample-4x." in board
+    assert "2 of its 6 entries" in board
+    assert f"Not re-made yet: {UNRANKED}, black, box-blur-face, downsample-4x." in board
     assert f"<code>{command}</code>" in board
     assert 'class="num rank"' not in board
     page = (out / "entries" / f"{upcoming.entries[0].id}.html").read_text()
@@ -399,7 +402,7 @@ def test_protocols_page_compares_current_rankings(results: Path, site: Path) -> 
     # archived v1 tables stay out; the unranked memorizer is not an entry of known's current order
     assert [(t.protocol, t.version) for t in agreement.tables] == [
         ("known", KNOWN_NOW), ("raw-pretrained-attacker", RAW_NOW)]
-    assert agreement.shared == [[4, 2], [2, 4]]  # identity and downsample-4x in both
+    assert agreement.shared == [[5, 2], [2, 4]]  # identity and downsample-4x in both
     assert agreement.rho == [[1.0, None], [None, 1.0]]
     page = _section((site / "protocols.html").read_text(), "Do the protocols rank alike?",
                     "</table>")
@@ -518,6 +521,23 @@ def test_scatter_marks_the_base_rate(results: Path, site: Path) -> None:
     index = (site / "index.html").read_text()
     board = _section(index, f'id="{tables[("known", KNOWN_NOW)].id}"')
     assert f'<line class="base" x1="{plot.base_x}"' in board
+
+
+def test_controls_are_shown_unranked(site: Path, results: Path) -> None:
+    """An all-black video has the best privacy of any entry and must not rank first: the
+    controls and the raw reference sit in the table, unranked, badged for what they are."""
+    known_now = _tables(results)[("known", KNOWN_NOW)]
+    table = _section((site / "index.html").read_text(), f'id="tbl-{known_now.id}"', "</table>")
+    black = _section(table, '<tr data-name="black"', "</tr>")
+    assert "chance control" in black and "badge-pareto" not in black
+    assert '<td class="num rank" data-value=""></td>' in black
+    unet = _section(table, '<tr data-name="unet"', "</tr>")
+    assert '<td class="num rank" data-value="1">1–2</td>' in unet
+    rows = json.loads((site / "data" / f"{known_now.id}.json").read_text())["rows"]
+    control = {r["entry"]: (r["control"], r["rank_lo"], r["pareto_optimal"]) for r in rows}
+    assert control["black"] == ("chance", None, False)
+    assert control["identity"] == (None, None, False)
+    assert control["unet"] == (None, 1, True)
 
 
 def test_downloads_match_records(site: Path, results: Path) -> None:

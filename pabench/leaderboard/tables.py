@@ -27,6 +27,8 @@ REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured agai
 LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
 """Baselines that keep every bit of the video: where they leak less than identity, the gap is
 the attackers' distribution shift, not privacy."""
+CHANCE_CONTROLS = frozenset({"black"})
+"""Baselines that keep nothing: every score must sit at chance, the scale's other end."""
 MIN_SHARED = 4
 """Entries two tables must share before their rankings are compared: with three, a rank
 correlation takes only a handful of values."""
@@ -70,6 +72,19 @@ class Entry:
         return s.name in LOSSLESS_CONTROLS and s.format == "baseline"
 
     @property
+    def is_chance_control(self) -> bool:
+        """A control that keeps nothing (pabench's own)."""
+        s = self.record.submission
+        return s.name in CHANCE_CONTROLS and s.format == "baseline"
+
+    @property
+    def competes(self) -> bool:
+        """Ranked and eligible for the Pareto front: an anonymizer, not the raw reference or a
+        control, which mark the ends of the scale (an all-black video would otherwise rank
+        first on privacy)."""
+        return not (self.is_reference or self.is_control or self.is_chance_control)
+
+    @property
     def rank_text(self) -> str:
         """"3", or "2–4" for a tie group; empty when the entry is not ranked."""
         if self.rank is None:
@@ -111,6 +126,8 @@ class Entry:
             "flags": "; ".join(rec.flags),
             "test_seed": rec.benchmark.test_seed,
             "reference": self.is_reference,
+            "control": ("lossless" if self.is_control
+                        else "chance" if self.is_chance_control else None),
             "pareto_optimal": self.pareto,
             "action_metric": m.action_metric,
             "action": m.action,
@@ -332,7 +349,8 @@ def sample_files(path: Path, record: Record) -> list[Path]:
 
 def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
     """Group records into tables; in ranked tables mark the Pareto front and the privacy tie
-    groups of the ranked records. Rows are ordered by worst-case privacy cMAP, best first.
+    groups of the ranked records other than the reference and the controls. Rows are ordered
+    by worst-case privacy cMAP, best first.
 
     Two records of one entry (the same name, ignoring case: case-insensitive file systems
     would give them one page) are refused, naming both files."""
@@ -352,7 +370,7 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
         table.entries.sort(key=lambda e: (e.m.privacy_cmap, -e.m.action, e.name))
         if table.listing != "ranked":
             continue
-        ranked = table.shown
+        ranked = [e for e in table.shown if e.competes]
         flags = pareto_flags([(e.m.action, e.m.privacy_cmap) for e in ranked])
         ranks = tie_ranks([e.m.privacy_cmap for e in ranked],
                           [e.m.privacy_cmap_ci for e in ranked])
