@@ -751,6 +751,10 @@ def test_show_quotes_the_records(results: Path) -> None:
     rows = {r["entry"]: r for r in (dict(zip(head, cells(ln), strict=True))
                                     for ln in lines[4:4 + len(table.entries)])}
     assert set(rows) == {e.name for e in table.entries}
+    # the site's tie groups; the raw reference, a control and an unranked record have none
+    assert {n: r["rank"] for n, r in rows.items()} == {
+        "unet": "1–2", "box-blur-face": "1–2", "downsample-4x": "3", "identity": "",
+        "black": "", UNRANKED: ""}
     for e in table.entries:
         r, m = rows[e.name], e.m
         assert r["worst-case cMAP"] == (f"{m.privacy_cmap:.1f} [{m.privacy_cmap_ci[0]:.1f}, "

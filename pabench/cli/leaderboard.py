@@ -107,7 +107,7 @@ def show(
     grid = RichTable(*(clean(k) for k in rows[0]), title=clean(title), caption=clean(conv))
     for column in grid.columns:  # a narrow terminal folds numbers rather than cutting them
         column.overflow = "fold"
-    grid.columns[0].no_wrap = True  # and keeps entry names whole
+    grid.columns[list(rows[0]).index("entry")].no_wrap = True  # and keeps entry names whole
     for r in rows:
         grid.add_row(*(cell(v) for v in r.values()))
     out.print(grid)

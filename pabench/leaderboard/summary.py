@@ -71,8 +71,9 @@ def _ci(value: float, ci: tuple[float, float]) -> str:
 
 
 def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, str]]:
-    """One row per entry, best privacy first: action, worst-case cMAP with its CI (and the
-    same entry's in `against`, when given), the worst attacker's cMAP per seed, each
+    """One row per entry, best privacy first: in a ranked table the privacy rank or tie group
+    (none for the raw reference, the controls and unranked records, as on the site), action,
+    worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst attacker's cMAP per seed, each
     attacker's cMAP (in the first record's attacker order), wall time and the pabench commit
     that made it."""
     other = {e.name: e.m for e in against.entries} if against else {}
@@ -80,8 +81,9 @@ def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, s
     rows = []
     for e in table.entries:
         m, rec = e.m, e.record
-        row = {"entry": e.name, "action": f"{m.action:.1f}",
-               "worst-case cMAP": _ci(m.privacy_cmap, m.privacy_cmap_ci)}
+        row = {"rank": e.rank_text} if table.listing == "ranked" else {}
+        row |= {"entry": e.name, "action": f"{m.action:.1f}",
+                "worst-case cMAP": _ci(m.privacy_cmap, m.privacy_cmap_ci)}
         if against:
             was = other.get(e.name)
             row[f"{against.protocol}@{against.version}"] = (
