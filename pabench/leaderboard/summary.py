@@ -73,8 +73,9 @@ def _ci(value: float, ci: tuple[float, float]) -> str:
 def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, str]]:
     """One row per entry, best privacy first: in a ranked table the privacy rank or tie group
     (none for the raw reference, the controls and unranked records, as on the site), action,
-    worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst attacker's cMAP per seed, each
-    attacker's cMAP (in the first record's attacker order), wall time and the pabench commit
+    worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst
+    attacker's cMAP per seed, each attacker's cMAP (in the first record's attacker order),
+    wall time and the pabench commit
     that made it."""
     other = {e.name: e.m for e in against.entries} if against else {}
     archs = list(dict.fromkeys(a.arch for e in table.entries for a in e.record.attackers))
