@@ -75,8 +75,7 @@ def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, s
     (none for the raw reference, the controls and unranked records, as on the site), action,
     worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst
     attacker's cMAP per seed, each attacker's cMAP (in the first record's attacker order),
-    wall time and the pabench commit
-    that made it."""
+    wall time and the pabench commit that made it."""
     other = {e.name: e.m for e in against.entries} if against else {}
     archs = list(dict.fromkeys(a.arch for e in table.entries for a in e.record.attackers))
     rows = []
