@@ -121,9 +121,12 @@ def test_index_loads_without_errors(
     page.goto(base_urls[mode] + "index.html", wait_until="load")
     listed = [t for t in tables if t.listing != "archived"]
     assert page.locator("table.results").count() == len(listed)
-    assert page.locator("svg .pt").count() == sum(len(t.shown) for t in listed)
-    assert page.locator("svg .pt").count() == sum(len(v) for v in FIXTURE.values()) - 8  # 7
-    # archived rows and the one unranked record are not plotted on the index
+    drawn = sum(len(t.shown) for t in listed) - 1  # the chance control is named, not drawn
+    assert page.locator("svg .pt").count() == drawn
+    assert page.locator("svg .pt").count() == sum(len(v) for v in FIXTURE.values()) - 9  # 7
+    caption = page.locator("figcaption").first.inner_text()
+    assert "the chance control black (action top-1 12.5" in caption
+    # archived rows, the one unranked record and the chance control are not plotted on the index
     assert watched.problems == []
     shot = tmp_path / f"leaderboard-index-{mode}.png"
     page.screenshot(path=str(shot), full_page=True)

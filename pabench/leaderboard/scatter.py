@@ -67,6 +67,7 @@ class Scatter:
     ref_y: float | None
     action_metric: str = "top-1"
     base_x: float | None = None  # privacy at chance
+    off_plot: tuple[str, ...] = ()  # chance controls left out of the axes, with their numbers
 
 
 def nice_step(span: float, target: int = 5) -> float:
@@ -127,10 +128,15 @@ def _place_labels(points: list[Point], bounds: Box, obstacles: list[Box]) -> lis
 
 
 def scatter(table: Table) -> Scatter:
-    """Lay out the table's shown entries; CIs become whiskers, the Pareto front a line."""
+    """Lay out the table's shown entries; CIs become whiskers, the Pareto front a line. A chance
+    control (all-black, action at chance) is named in the caption instead of drawn: its point
+    alone would stretch the action axis to 0 and press every anonymizer into its top line."""
     ref, metric, base = table.reference, table.action_metric, table.base_cmap
-    xs = [v for e in table.shown for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
-    ys = [v for e in table.shown for v in e.m.action_ci + (e.m.action,)]
+    drawn = [e for e in table.shown if not e.is_chance_control] or table.shown
+    off = tuple(f"{e.name} (action {metric} {e.m.action:.1f}, privacy cMAP "
+                f"{e.m.privacy_cmap:.1f})" for e in table.shown if e not in drawn)
+    xs = [v for e in drawn for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
+    ys = [v for e in drawn for v in e.m.action_ci + (e.m.action,)]
     if ref is not None:
         xs.append(ref.privacy_cmap)
         ys.append(ref.action)
@@ -147,7 +153,7 @@ def scatter(table: Table) -> Scatter:
         return round(bottom - (v - y_lo) / (y_hi - y_lo) * (bottom - TOP), 1)
 
     points = []
-    for e in table.shown:
+    for e in drawn:
         m = e.m
         label = e.name if len(e.name) <= LABEL_CHARS else e.name[: LABEL_CHARS - 1] + "…"
         x = px(m.privacy_cmap)
@@ -173,5 +179,5 @@ def scatter(table: Table) -> Scatter:
         points=points, front=" ".join(f"{p.x},{p.y}" for p in front),
         ref_x=px(ref.privacy_cmap) if ref else None,
         ref_y=py(ref.action) if ref else None, action_metric=metric,
-        base_x=px(base) if base is not None else None,
+        base_x=px(base) if base is not None else None, off_plot=off,
     )
