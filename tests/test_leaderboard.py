@@ -450,6 +450,8 @@ def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
     weak = _section(attackers, f"<td>{WEAK}", "</tr>")
     assert "badge-weak" in weak and attackers.count("badge-weak") == 1
     assert "43.0" in weak  # raw_cmap recorded with the attacker, not the raw run's cMAP
+    budget = PROTOCOLS.get("known").schedule_for("attributes").max_epochs  # the spec's rule
+    assert f"Each attacker trains for its whole budget ({budget} epochs)" in attackers
     checks = _section(page, "<h2>Checks</h2>")
     assert "private seed" in checks and COMMITMENT in checks
     assert "passed" in checks and "51.0" in checks and rec.flags[0] in checks
