@@ -132,9 +132,10 @@ def scatter(table: Table) -> Scatter:
     control (all-black, action at chance) is named in the caption instead of drawn: its point
     alone would stretch the action axis to 0 and press every anonymizer into its top line."""
     ref, metric, base = table.reference, table.action_metric, table.base_cmap
-    drawn = [e for e in table.shown if not e.is_chance_control] or table.shown
+    chance = [e for e in table.shown if e.is_chance_control]
+    drawn = [e for e in table.shown if not e.is_chance_control] or chance
     off = tuple(f"{e.name} (action {metric} {e.m.action:.1f}, privacy cMAP "
-                f"{e.m.privacy_cmap:.1f})" for e in table.shown if e not in drawn)
+                f"{e.m.privacy_cmap:.1f})" for e in chance if drawn is not chance)
     xs = [v for e in drawn for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
     ys = [v for e in drawn for v in e.m.action_ci + (e.m.action,)]
     if ref is not None:
