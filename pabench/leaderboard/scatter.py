@@ -133,9 +133,11 @@ def scatter(table: Table) -> Scatter:
     alone would stretch the action axis to 0 and press every anonymizer into its top line."""
     ref, metric, base = table.reference, table.action_metric, table.base_cmap
     chance = [e for e in table.shown if e.is_chance_control]
-    drawn = [e for e in table.shown if not e.is_chance_control] or chance
+    drawn = [e for e in table.shown if not e.is_chance_control]
+    if not drawn:  # a table of chance controls only is drawn as it is
+        drawn, chance = chance, []
     off = tuple(f"{e.name} (action {metric} {e.m.action:.1f}, privacy cMAP "
-                f"{e.m.privacy_cmap:.1f})" for e in chance if drawn is not chance)
+                f"{e.m.privacy_cmap:.1f})" for e in chance)
     xs = [v for e in drawn for v in e.m.privacy_cmap_ci + (e.m.privacy_cmap,)]
     ys = [v for e in drawn for v in e.m.action_ci + (e.m.action,)]
     if ref is not None:
