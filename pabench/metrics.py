@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.metrics import average_precision_score, f1_score
 
 
 def video_scores(clip_probs: np.ndarray) -> np.ndarray:
@@ -42,6 +41,8 @@ def scorable(labels: np.ndarray) -> np.ndarray:
 def privacy_scores(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> PrivacyScores:
     """cMAP and mean F1 over attributes; attributes with one class only among the test videos
     are excluded (see `scorable`) and listed."""
+    from sklearn.metrics import average_precision_score, f1_score  # seconds: only when scoring
+
     per: dict[str, dict[str, float]] = {}
     excluded = []
     ok = scorable(labels)

@@ -16,6 +16,7 @@ import httpx2
 import pytest
 from huggingface_hub import constants as hf_constants
 from huggingface_hub.utils import _http as hf_http
+from quick import tiny_fraction
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
@@ -50,14 +51,28 @@ def shared_real() -> Path:
     return real
 
 
-@pytest.fixture(scope="session")
-def synth_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """pa-synth tiny, built once per test session (about 7 s on 2 cores)."""
+def _build_tiny(tmp_path_factory: pytest.TempPathFactory, fraction: int) -> Path:
     from pabench.data.synth import build_synth
 
-    out = tmp_path_factory.mktemp("pa-synth-tiny")
-    build_synth(out, preset="tiny", seed=0)
+    out = tmp_path_factory.mktemp(f"pa-synth-tiny-1of{fraction}")
+    with tiny_fraction(fraction):
+        build_synth(out, preset="tiny", seed=0)
     return out
+
+
+@pytest.fixture(scope="session")
+def synth_tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A quarter of pa-synth tiny (180 training and 50 test clips a set), built once per test
+    session: the engine's tests check wiring, caching and records, which do not need the
+    whole preset's clips to decode, train on and score."""
+    return _build_tiny(tmp_path_factory, 4)
+
+
+@pytest.fixture(scope="session")
+def synth_tiny_full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """pa-synth tiny whole, for the tests of what the benchmark's data or a control must
+    show (about 35 s on 2 cores)."""
+    return _build_tiny(tmp_path_factory, 1)
 
 
 @pytest.fixture(autouse=True, scope="session")

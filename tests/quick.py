@@ -1,9 +1,15 @@
-"""The cut-down protocol the engine's tests run: they check wiring, caching and records, not
-scores, so one seed, one small attacker and two epochs are enough."""
+"""The cut-down protocol and data the engine's tests run: they check wiring, caching and
+records, not scores, so one seed, one small attacker, two epochs and a quarter of pa-synth
+tiny's clips are enough."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
+
+import pytest
 
 from pabench.protocols import PROTOCOLS, ProtocolSpec, Schedule
 
@@ -14,3 +20,17 @@ def quick_protocol(protocol_id: str, base: str = "cross-dataset", **update: Any)
         "id": protocol_id, "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
         "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None,
         **update})
+
+
+@contextlib.contextmanager
+def tiny_fraction(fraction: int) -> Iterator[None]:
+    """pa-synth tiny renders 1/`fraction` of each split's clips while inside: the first ones
+    of the whole build, as clips render one by one from their index."""
+    from pabench.data import synth
+
+    tiny = synth.PRESETS["tiny"]
+    counts = {name: {split: n // fraction for split, n in splits.items()}
+              for name, splits in tiny.counts.items()}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(synth.PRESETS, "tiny", replace(tiny, counts=counts))
+        yield

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import pickle
 import subprocess
 import sys
@@ -29,11 +28,6 @@ class Gray(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gray = rgb_to_grayscale(x.transpose(1, 2), num_output_channels=3)
         return gray.transpose(1, 2).contiguous()
-
-
-class Black(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.zeros_like(x)
 
 
 class NaNs(nn.Module):
@@ -138,20 +132,20 @@ def test_cli_unknown_protocol_is_one_line():
 
 
 @pytest.mark.slow
-def test_black_and_grayscale_behave_as_expected(synth_tiny, tmp_path):
-    proto = quick_protocol("test-accept", attackers=("tiny-resnet2d",),
-                           schedule=Schedule(max_epochs=25, patience=4, min_epochs=4))
-    black = _run(from_module("black", Black()), tmp_path, synth_tiny, protocol=proto)
-    assert black.metrics.action <= 100 / 8 + 8
-    rate = json.loads((synth_tiny / "synth-privacy" / "pabench.json").read_text())
-    assert rate["name"] == "synth-privacy"
-    assert black.metrics.privacy_cmap <= 56  # attributes are ~50% positive: AP of a constant
-    gray = _run(from_module("gray", Gray()), tmp_path, synth_tiny, protocol=proto)
+def test_grayscale_hides_skin_colour_and_keeps_the_face(synth_tiny_full, tmp_path):
+    """Through the engine, an anonymizer that removes one attribute's cue shows as such: the
+    attacker loses skin colour, not the face. 8 epochs of tiny2d keep wide margins (measured:
+    skin colour 51.4 against 100.0 raw, face 90.5 against 88.7) at a third of 25 epochs of
+    tiny-resnet2d's cost. All-black at chance is checked through the engine by
+    test_replicas.py, on the committed records by test_controls.py, and on the models alone by
+    test_synth.py."""
+    proto = quick_protocol("test-accept", attackers=("tiny2d",),
+                           schedule=Schedule(max_epochs=8, patience=3, min_epochs=3))
+    gray = _run(from_module("gray", Gray()), tmp_path, synth_tiny_full, protocol=proto)
     assert gray.raw is not None
     raw_ap = gray.raw_attackers[0].per_attribute
     ap = gray.attackers[0].per_attribute
-    print(f"acceptance: black top-1 {black.metrics.action:.1f} cMAP "
-          f"{black.metrics.privacy_cmap:.1f}; gray skin_color AP {ap['skin_color']['ap']:.1f} "
+    print(f"acceptance: gray skin_color AP {ap['skin_color']['ap']:.1f} "
           f"(raw {raw_ap['skin_color']['ap']:.1f}), face AP {ap['face']['ap']:.1f} "
           f"(raw {raw_ap['face']['ap']:.1f})")
     assert raw_ap["skin_color"]["ap"] - ap["skin_color"]["ap"] >= 25

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-from quick import quick_protocol
+from quick import quick_protocol, tiny_fraction
 from torch import nn
 
 from pabench import evaluate
@@ -191,8 +191,9 @@ def test_memorised_public_test_clips_are_flagged_and_gain_nothing_when_private(
     assert public.consistency is not None and not public.consistency.passed
     assert not public.ranked and any("consistency" in f for f in public.flags)
     secret = "another-secret-0123456789"
-    private = evaluate(cheater, QUICK, preset="tiny", workers=1, test_seed=secret)
-    ident = evaluate("baseline:identity", QUICK, preset="tiny", workers=1, test_seed=secret)
+    with tiny_fraction(4):  # the private build, as big as the public one above
+        private = evaluate(cheater, QUICK, preset="tiny", workers=1, test_seed=secret)
+        ident = evaluate("baseline:identity", QUICK, preset="tiny", workers=1, test_seed=secret)
     assert private.consistency is not None and private.consistency.passed and private.ranked
     assert private.metrics.privacy_cmap == pytest.approx(ident.metrics.privacy_cmap)
     assert public.metrics.privacy_cmap < ident.metrics.privacy_cmap - 10  # it did cheat

@@ -33,8 +33,8 @@ def _fit_privacy(train, test) -> float:
 
 
 @pytest.fixture(scope="module")
-def sets(synth_tiny):
-    return {(n, s): load_clipset(synth_tiny / n, s) for n, s in [
+def sets(synth_tiny_full):
+    return {(n, s): load_clipset(synth_tiny_full / n, s) for n, s in [
         ("synth-action", "train"), ("synth-action", "test"),
         ("synth-privacy", "train"), ("synth-privacy", "test")]}
 
@@ -47,7 +47,7 @@ def test_3d_classifier_learns_actions_from_motion(sets):
 
 
 @pytest.mark.slow
-def test_single_frames_carry_no_action(sets, synth_tiny):
+def test_single_frames_carry_no_action(sets, synth_tiny_full):
     """The strongest frame model (tiny-resnet2d: 97.7 validation cMAP on raw attributes after
     20 epochs, benchmarks/convergence.md), trained 20 epochs under protocol v2's recipe, sees
     one frame per test video: it must stay within 5 points of chance over 400 test videos (one
@@ -59,7 +59,7 @@ def test_single_frames_carry_no_action(sets, synth_tiny):
                    0, eval_frames=1)
     net, traces = fit(spec, sets["synth-action", "train"].videos,
                       sets["synth-action", "train"].action)
-    tests = [sets["synth-action", "test"], load_clipset(synth_tiny / "synth-pa", "test")]
+    tests = [sets["synth-action", "test"], load_clipset(synth_tiny_full / "synth-pa", "test")]
     correct = [top1(predict(net, spec, t.videos), t.action) * len(t) for t in tests]
     acc = sum(correct) / sum(len(t) for t in tests)
     print(f"validity: tiny-resnet2d single-frame action top-1 {acc:.1f} (chance "
@@ -122,14 +122,14 @@ def test_masks_and_face_frames_are_consistent():
     assert clip.face_frames.any() == bool(clip.attributes["face"])
 
 
-def test_loader_rebuilds_a_corrupted_cache(synth_tiny, tmp_path):
-    first = load_clipset(synth_tiny / "synth-pa", "test", cache_dir=tmp_path)
+def test_loader_rebuilds_a_corrupted_cache(synth_tiny_full, tmp_path):
+    first = load_clipset(synth_tiny_full / "synth-pa", "test", cache_dir=tmp_path)
     expected = np.array(first.videos)  # a copy: `first` maps the file corrupted below
     cached = next(tmp_path.glob("*.npy"))
     data = bytearray(cached.read_bytes())
     data[-100:] = bytes(100)  # corrupt the pixels, keep the header valid
     cached.write_bytes(bytes(data))
-    again = load_clipset(synth_tiny / "synth-pa", "test", cache_dir=tmp_path)
+    again = load_clipset(synth_tiny_full / "synth-pa", "test", cache_dir=tmp_path)
     np.testing.assert_array_equal(expected, again.videos)
     assert first.fingerprint == again.fingerprint
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
 
 from pabench.data.clipset import ClipSet
 from pabench.evaluation.data import Run
@@ -54,6 +53,8 @@ def consistency(run: Run, name: str, train: ClipSet, test: ClipSet) -> Consisten
     p_test = (pred if pred.ndim == 2 else pred.mean(axis=1))[:, 1]
     y = held.action
     assert y is not None
+
+    from sklearn.metrics import roc_auc_score  # seconds: only when the check runs
 
     def auc(idx: np.ndarray) -> float:
         yy = y[idx]

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
-import torchvision.models as tvm
-import torchvision.models.video as tvv
 from torch import nn
 
 from pabench.registry import Registry
@@ -217,8 +215,10 @@ class C3D(nn.Module):
 
 
 def _tiny_vit(num_classes: int, size: int) -> nn.Module:
+    from torchvision.models import VisionTransformer
+
     patch = 4 if size <= 32 else 8
-    return tvm.VisionTransformer(image_size=size, patch_size=patch, num_layers=4, num_heads=4,
+    return VisionTransformer(image_size=size, patch_size=patch, num_layers=4, num_heads=4,
                                  hidden_dim=64, mlp_dim=128, num_classes=num_classes)
 
 
@@ -228,6 +228,8 @@ class TinyConvViT(nn.Module):
     convolutions instead of one linear 4x4 patch, so it does not plateau at pa-synth's size."""
 
     def __init__(self, num_classes: int, size: int, dim: int = 64) -> None:
+        from torchvision.models.vision_transformer import Encoder
+
         super().__init__()
         strides = (1, 2, 2) if size <= 32 else (2, 2, 2)  # 8x8 tokens at 32 px, 8x8 at 64
         chans = (3, dim // 2, dim, dim)
@@ -237,7 +239,7 @@ class TinyConvViT(nn.Module):
         for s in strides:  # a 3x3 conv with padding 1 rounds up
             tokens = -(-tokens // s)
         self.cls = nn.Parameter(torch.zeros(1, 1, dim))
-        self.encoder = tvm.vision_transformer.Encoder(
+        self.encoder = Encoder(
             seq_length=tokens * tokens + 1, num_layers=4, num_heads=4, hidden_dim=dim,
             mlp_dim=2 * dim, dropout=0.0, attention_dropout=0.0)
         self.head = nn.Linear(dim, num_classes)
@@ -267,16 +269,18 @@ class LinearProbe(nn.Module):
         return self.head(self.norm(f))
 
 
-def _tv(fn: Callable[..., nn.Module]) -> Callable[[int, int], nn.Module]:
-    return lambda n, size: fn(weights=None, num_classes=n)
+def _tv(name: str, **fixed: Callable[[int], object]) -> Callable[[int, int], nn.Module]:
+    """torchvision's `name`, untrained; `fixed` maps keyword arguments to functions of the
+    input size. torchvision is imported on first use: it costs seconds (torch._dynamo through
+    torchvision.ops) that a command building only pabench's own models need not pay."""
 
+    def build(n: int, size: int) -> nn.Module:
+        import torchvision.models
 
-def _s3d(n: int, size: int) -> nn.Module:
-    return tvv.s3d(weights=None, num_classes=n)
+        return torchvision.models.get_model(name, weights=None, num_classes=n,
+                                            **{k: f(size) for k, f in fixed.items()})
 
-
-def _vit(n: int, size: int) -> nn.Module:
-    return tvm.vit_b_16(weights=None, num_classes=n, image_size=max(224, size // 16 * 16))
+    return build
 
 
 for _name, _kind, _desc, _build in [
@@ -304,22 +308,23 @@ for _name, _kind, _desc, _build in [
      "spread, features standardized (a floor under the worst case)",
      lambda n, s: LinearProbe(n)),
     ("c3d", "video", "C3D with global pooling", lambda n, s: C3D(n)),
-    ("r3d_18", "video", "torchvision R3D-18", _tv(tvv.r3d_18)),
-    ("r2plus1d_18", "video", "torchvision R(2+1)D-18", _tv(tvv.r2plus1d_18)),
-    ("mc3_18", "video", "torchvision MC3-18", _tv(tvv.mc3_18)),
-    ("s3d", "video", "torchvision S3D", _s3d),
-    ("mvit_v2_s", "video", "torchvision MViT-V2-S (16x224x224 clips)", _tv(tvv.mvit_v2_s)),
-    ("resnet18", "frame", "torchvision ResNet-18", _tv(tvm.resnet18)),
-    ("resnet34", "frame", "torchvision ResNet-34", _tv(tvm.resnet34)),
-    ("resnet50", "frame", "torchvision ResNet-50", _tv(tvm.resnet50)),
-    ("resnet101", "frame", "torchvision ResNet-101", _tv(tvm.resnet101)),
-    ("resnet152", "frame", "torchvision ResNet-152", _tv(tvm.resnet152)),
-    ("mobilenet_v2", "frame", "torchvision MobileNet-V2", _tv(tvm.mobilenet_v2)),
-    ("mobilenet_v3_small", "frame", "torchvision MobileNet-V3-Small", _tv(tvm.mobilenet_v3_small)),
-    ("mobilenet_v3_large", "frame", "torchvision MobileNet-V3-Large", _tv(tvm.mobilenet_v3_large)),
-    ("shufflenet_v2_x0_5", "frame", "torchvision ShuffleNet-V2 x0.5", _tv(tvm.shufflenet_v2_x0_5)),
-    ("efficientnet_b0", "frame", "torchvision EfficientNet-B0", _tv(tvm.efficientnet_b0)),
-    ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
+    ("r3d_18", "video", "torchvision R3D-18", _tv("r3d_18")),
+    ("r2plus1d_18", "video", "torchvision R(2+1)D-18", _tv("r2plus1d_18")),
+    ("mc3_18", "video", "torchvision MC3-18", _tv("mc3_18")),
+    ("s3d", "video", "torchvision S3D", _tv("s3d")),
+    ("mvit_v2_s", "video", "torchvision MViT-V2-S (16x224x224 clips)", _tv("mvit_v2_s")),
+    ("resnet18", "frame", "torchvision ResNet-18", _tv("resnet18")),
+    ("resnet34", "frame", "torchvision ResNet-34", _tv("resnet34")),
+    ("resnet50", "frame", "torchvision ResNet-50", _tv("resnet50")),
+    ("resnet101", "frame", "torchvision ResNet-101", _tv("resnet101")),
+    ("resnet152", "frame", "torchvision ResNet-152", _tv("resnet152")),
+    ("mobilenet_v2", "frame", "torchvision MobileNet-V2", _tv("mobilenet_v2")),
+    ("mobilenet_v3_small", "frame", "torchvision MobileNet-V3-Small", _tv("mobilenet_v3_small")),
+    ("mobilenet_v3_large", "frame", "torchvision MobileNet-V3-Large", _tv("mobilenet_v3_large")),
+    ("shufflenet_v2_x0_5", "frame", "torchvision ShuffleNet-V2 x0.5", _tv("shufflenet_v2_x0_5")),
+    ("efficientnet_b0", "frame", "torchvision EfficientNet-B0", _tv("efficientnet_b0")),
+    ("vit_b_16", "frame", "torchvision ViT-B/16",
+     _tv("vit_b_16", image_size=lambda size: max(224, size // 16 * 16))),
 ]:
     MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build, probe=_name == "linear-probe"))
 

@@ -26,7 +26,7 @@ from pabench.data.clipset import as_frames
 from pabench.data.synth import KNOWN_ATTRIBUTES, get_preset
 from pabench.metrics import privacy_scores
 from pabench.models import MODELS
-from pabench.protocols import NEXT, ProtocolSpec, get_protocol
+from pabench.protocols import NEXT, ProtocolSpec, Schedule, get_protocol
 from pabench.runtime import Progress
 from pabench.training import FitSpec, Trace, fit, predict
 from pabench.training.attackers import HELD_OUT_ATTACKER, HELD_OUT_FRAMESTD
@@ -62,12 +62,14 @@ def held_out_attackers(known: ProtocolSpec) -> tuple[str, ...]:
 def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: str, *,
                     seed: int = 0, train_clips: int | None = None,
                     test_clips: int | None = None, device: str = "cpu", batch: int = 32,
+                    schedule: Schedule | None = None,
                     progress: Progress | None = None) -> HeldOutAttack:
     """cMAP of fresh `held_out_attackers` (the worse) trained on `anonymize`'s output of
     `train_clips` held-out clips (the training namespace's `val` split, `seed`'s draw; by
     default as many as pa-synth's privacy train split has) and tested on `test_clips` others
     (as many as its test split); `anonymize` maps float [B, 3, T, H, W] in [0, 1] to the same
-    shape."""
+    shape. `schedule` replaces the protocol's attacker schedule (a shorter budget for a quick
+    look; a recipe check keeps the protocol's)."""
     train_clips, test_clips = train_clips or TRAIN_CLIPS, test_clips or TEST_CLIPS
     p, known = get_preset(preset), NEXT.get("known", get_protocol("known"))
     pool = render_pool(preset, train_clips + test_clips, seed, split="val")
@@ -82,7 +84,7 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     for model in held_out_attackers(known):
         spec = FitSpec(model=model, task="multilabel", num_outputs=len(KNOWN_ATTRIBUTES),
                        clip_frames=p.frames, input_size=p.size,
-                       schedule=known.schedule_for("attributes"),
+                       schedule=schedule or known.schedule_for("attributes"),
                        augment=known.augment, seed=seed, device=device,
                        standardize=known.standardize)
         net, traces = fit(spec, out[:train_clips], labels[:train_clips], progress=progress,
