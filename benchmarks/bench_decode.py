@@ -1,11 +1,13 @@
 """Decoding speed: ffmpeg's own decoder threads against one thread per video, several videos at
-once (what `pabench.data.hub.decode_video` and `load_clipset` do since session 41).
+once. pabench keeps ffmpeg's default (`pabench.data.hub.decode_video`, 2 videos at once in
+`load_clipset`): on idle cores one thread per video bought nothing on pa-synth clips and cost
+HMDB51-sized videos about a fifth (benchmarks/README.md).
 
 Two corpora: pa-synth tiny's action train split (8 frames of 32x32, H.264 mp4) and N videos in
 HMDB51's layout (320x240 MPEG-4 avi, 2-10 s at 30 fps, `bench_real_scale.generate`). Every
 video is decoded whole to rgb24, under each decoder threading mode, with a pool of 1, 2 and
 all usable cores; then `load_clipset` decodes the synth split into a fresh store. Ratios are
-against ffmpeg's default threading with the pool `load_clipset` used before (2).
+against ffmpeg's default threading with `load_clipset`'s pool of 2.
 
     python benchmarks/bench_decode.py            # on idle cores
 """
@@ -26,7 +28,7 @@ from bench_real_scale import generate  # noqa: E402
 
 from pabench.data.clipset import load_clipset  # noqa: E402
 from pabench.data.synth import build_synth  # noqa: E402
-from pabench.runtime import usable_cores  # noqa: E402
+from pabench.evaluation.config import usable_cores  # noqa: E402
 
 
 def decode_all(path: str, threading: str) -> int:
@@ -75,8 +77,7 @@ def main() -> None:
                              cache_dir=work / "decoded")
         seconds = time.perf_counter() - start
         print(f"\nload_clipset(pa-synth tiny action train): {len(clips)} videos in "
-              f"{seconds:.1f} s ({seconds / len(clips) * 1e3:.2f} ms/video, "
-              f"{cores} decoders of one thread)")
+              f"{seconds:.1f} s ({seconds / len(clips) * 1e3:.2f} ms/video)")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ tiny's clips are enough."""
 from __future__ import annotations
 
 import contextlib
+import io
+import logging
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
@@ -34,3 +38,27 @@ def tiny_fraction(fraction: int) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(synth.PRESETS, "tiny", replace(tiny, counts=counts))
         yield
+
+
+def pabench_main(*args: str) -> subprocess.CompletedProcess[str]:
+    """`pabench ARGS` through the console entry point (`pabench.cli.main`) in this process:
+    its exit status, stdout and stderr as a subprocess would show them, without a fresh
+    interpreter importing torch (seconds a call). The library log handler it installs is
+    taken away again."""
+    from pabench.cli import main
+
+    logger = logging.getLogger("pabench")
+    handlers, level = list(logger.handlers), logger.level
+    out, err = io.StringIO(), io.StringIO()
+    code: int | str | None = 0
+    with (pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out),
+          contextlib.redirect_stderr(err)):
+        mp.setattr(sys, "argv", ["pabench", *args])
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code
+        finally:
+            logger.handlers[:], logger.level = handlers, level
+    status = code if isinstance(code, int) else 0 if code is None else 1
+    return subprocess.CompletedProcess(["pabench", *args], status, out.getvalue(), err.getvalue())

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from quick import pabench_main
 from typer.testing import CliRunner
 
 from pabench import __version__
@@ -122,7 +123,7 @@ def test_progress_goes_to_stderr(capsys):
     (["baselines", "export", "identiy", "--out", "x.pt2"], "Did you mean 'identity'"),
 ])
 def test_a_bad_name_on_the_command_line_exits_2_in_one_line(args: list[str], needle: str):
-    _one_line_error(_pabench(*args), 2, needle)
+    _one_line_error(pabench_main(*args), 2, needle)
 
 
 def test_click_usage_errors_exit_2():

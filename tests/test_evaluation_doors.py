@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quick import quick_protocol
+from quick import pabench_main, quick_protocol
 from typer.testing import CliRunner
 
 from pabench.errors import PabenchError
@@ -142,7 +142,7 @@ def test_user_runs_never_touch_official_records(tmp_path: Path, monkeypatch) -> 
     (["evaluate", "baseline:identity", "--protocol", "nvel"], ["Did you mean 'novel'"]),
 ])
 def test_bad_evaluate_arguments_are_one_line_errors(args: list[str], needles: list[str]) -> None:
-    _one_line_error(_pabench(*args), *needles)
+    _one_line_error(pabench_main(*args), *needles)
 
 
 def test_escape_sequences_in_user_text_do_not_reach_the_terminal(tmp_path: Path) -> None:

@@ -14,9 +14,9 @@ from torch import nn
 from pabench.anonymizers import ANONYMIZERS, AnonymizerSpec, BuildContext, Identity
 from pabench.errors import PabenchError
 from pabench.evaluation import EvaluationConfig, evaluate
+from pabench.evaluation.config import usable_cores
 from pabench.evaluation.run import resolve_submission
 from pabench.records import Replica, read_record, write_record
-from pabench.runtime import usable_cores
 from pabench.submission import export_submission
 
 TWO_SEEDS = quick_protocol("test-replicas", seeds=(0, 1))

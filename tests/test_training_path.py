@@ -11,10 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from pabench.evaluation.config import EvaluationConfig, workers_and_threads
+from pabench.evaluation.config import EvaluationConfig, usable_cores, workers_and_threads
 from pabench.models import _temporal_shift, build_model
 from pabench.protocols import Schedule
-from pabench.runtime import usable_cores
 from pabench.training import (
     FitSpec,
     _augment,

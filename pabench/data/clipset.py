@@ -23,7 +23,7 @@ from pabench.data.hub import (
 )
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import pabench_home, printable, usable_cores
+from pabench.runtime import pabench_home, printable
 
 
 @dataclass
@@ -145,13 +145,12 @@ def present(stored: np.ndarray, frames: int | None) -> np.ndarray:
 
 def load_clipset(
     root: Path, split: str, *, frames: int | None = None, size: int | None = None,
-    cache_dir: Path | None = None, workers: int | None = None,
+    cache_dir: Path | None = None, workers: int = 2,
 ) -> ClipSet:
     """Load a split of a built dataset folder. Videos are decoded once into an on-disk store
     (`pabench.data.npystore`) keyed by the split's content fingerprint, then memory-mapped:
     memory does not grow with the number of videos. A split of still images is stored with one
-    frame per image and shown as `frames`-frame clips (`present`). `workers` videos are decoded
-    at once (default: one per usable core)."""
+    frame per image and shown as `frames`-frame clips (`present`)."""
     root = Path(root)
     meta = read_meta(root)
     if split not in meta.splits:
@@ -170,8 +169,7 @@ def load_clipset(
         sources = (list(table["video_bytes"]) if "video_bytes" in table
                    else [root / n for n in names])
         stored = _decode_split(root, split, sources, names, cached,
-                               frames=None if still else frames, size=size,
-                               workers=workers or usable_cores())
+                               frames=None if still else frames, size=size, workers=workers)
     videos = present(stored, frames if still else None)
     n = len(table)
     action = table["action"].to_numpy(np.int64) if meta.action_classes else None

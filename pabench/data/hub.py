@@ -155,16 +155,11 @@ def decode_video(source: str | Path | bytes, name: str | Path | None = None,
     demuxers(name)  # an unsupported type is its own error, not a decoding failure
     try:
         with open_media(source, name) as container:
-            stream = container.streams.video[0]
-            # one decoder thread: loads decode many videos at once, one per core
-            # (`load_clipset`), and ffmpeg's own threads cost more than they buy on short
-            # clips (benchmarks/bench_decode.py)
-            stream.thread_type = "NONE"
-            expected = stream.frames if frames else 0
+            expected = container.streams.video[0].frames if frames else 0
             picks = uniform_indices(expected, frames) if frames and expected > 0 else None
             wanted = None if picks is None else set(picks.tolist())
             kept, count = [], 0
-            for i, frame in enumerate(container.decode(stream)):
+            for i, frame in enumerate(container.decode(video=0)):
                 if wanted is None or i in wanted:
                     kept.append(frame.to_ndarray(format="rgb24"))
                 count = i + 1

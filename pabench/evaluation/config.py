@@ -11,7 +11,7 @@ import torch
 from pabench.data.synth import TestSeed, resolve_preset
 from pabench.errors import PabenchError, unknown_name
 from pabench.protocols import ProtocolSpec, get_protocol, protocols_for
-from pabench.runtime import check_device, is_distributed, usable_cores
+from pabench.runtime import check_device, is_distributed
 from pabench.submission import DEFAULT_BUDGETS, Budgets, Submission
 
 BENCHMARK_NAMES = ("pa-synth", "real")
@@ -100,6 +100,10 @@ class EvaluationConfig:
 # wave of a side's models (3 seeds x target + 3 attackers); on an H100, 14 workers took a known
 # record from 70-84 s (8 workers) to 56 s (benchmarks/README.md).
 GPU_WORKERS = 12
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def workers_and_threads(config: EvaluationConfig) -> tuple[int, int]:
