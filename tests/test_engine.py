@@ -135,9 +135,10 @@ def test_cli_unknown_protocol_is_one_line():
 def test_grayscale_hides_skin_colour_and_keeps_the_face(synth_tiny_full, tmp_path):
     """Through the engine, an anonymizer that removes one attribute's cue shows as such: the
     attacker loses skin colour, not the face. 8 epochs of tiny2d keep wide margins (measured:
-    skin colour 51.4 against 100.0 raw, face 90.5 against 88.7) at a third of 25 epochs of
-    tiny-resnet2d's cost; the action target is a frame model too (tiny2d), a seventh of
-    tiny3d's cost a step (benchmarks/README.md), as the test reads only the attackers.
+    skin colour 51.4 against 100.0 raw, face 90.5 against 88.7), where 25 epochs of
+    tiny-resnet2d cost minutes more; the action target is a frame model too (tiny2d), a
+    seventh of tiny3d's cost a step (benchmarks/README.md), as the test reads only the
+    attackers (96 s in the suite, where the old black-and-grayscale test took 515 s).
     All-black at chance is checked through the engine by test_replicas.py, on the committed
     records by test_controls.py, and on the models alone by test_synth.py."""
     proto = quick_protocol("test-accept", attackers=("tiny2d",), target="tiny2d",

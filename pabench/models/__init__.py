@@ -269,18 +269,24 @@ class LinearProbe(nn.Module):
         return self.head(self.norm(f))
 
 
-def _tv(name: str, **fixed: Callable[[int], object]) -> Callable[[int, int], nn.Module]:
-    """torchvision's `name`, untrained; `fixed` maps keyword arguments to functions of the
-    input size. torchvision is imported on first use: it costs seconds (torch._dynamo through
-    torchvision.ops) that a command building only pabench's own models need not pay."""
+def _tv(name: str) -> Callable[[int, int], nn.Module]:
+    """torchvision's `name`, untrained. torchvision is imported on first use: it costs seconds
+    (torch._dynamo through torchvision.ops) that a command building only pabench's own models
+    need not pay."""
 
     def build(n: int, size: int) -> nn.Module:
         import torchvision.models
 
-        return torchvision.models.get_model(name, weights=None, num_classes=n,
-                                            **{k: f(size) for k, f in fixed.items()})
+        return torchvision.models.get_model(name, weights=None, num_classes=n)
 
     return build
+
+
+def _vit(n: int, size: int) -> nn.Module:
+    import torchvision.models
+
+    return torchvision.models.vit_b_16(weights=None, num_classes=n,
+                                       image_size=max(224, size // 16 * 16))
 
 
 for _name, _kind, _desc, _build in [
@@ -323,8 +329,7 @@ for _name, _kind, _desc, _build in [
     ("mobilenet_v3_large", "frame", "torchvision MobileNet-V3-Large", _tv("mobilenet_v3_large")),
     ("shufflenet_v2_x0_5", "frame", "torchvision ShuffleNet-V2 x0.5", _tv("shufflenet_v2_x0_5")),
     ("efficientnet_b0", "frame", "torchvision EfficientNet-B0", _tv("efficientnet_b0")),
-    ("vit_b_16", "frame", "torchvision ViT-B/16",
-     _tv("vit_b_16", image_size=lambda size: max(224, size // 16 * 16))),
+    ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
 ]:
     MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build, probe=_name == "linear-probe"))
 
