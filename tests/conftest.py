@@ -14,6 +14,7 @@ from urllib.parse import unquote
 
 import httpx2
 import pytest
+from filelock import FileLock
 from huggingface_hub import constants as hf_constants
 from huggingface_hub.utils import _http as hf_http
 from quick import tiny_fraction
@@ -52,11 +53,21 @@ def shared_real() -> Path:
 
 
 def _build_tiny(tmp_path_factory: pytest.TempPathFactory, fraction: int) -> Path:
+    """Built once per test run: under pytest-xdist the first worker to ask builds it in the
+    folder the workers share and the others wait on the lock (pytest-xdist's documented way
+    for a session fixture), rather than each worker rendering the same clips again."""
     from pabench.data.synth import build_synth
 
-    out = tmp_path_factory.mktemp(f"pa-synth-tiny-1of{fraction}")
-    with tiny_fraction(fraction):
-        build_synth(out, preset="tiny", seed=0)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    out = root / f"pa-synth-tiny-1of{fraction}"
+    done = out / ".built"
+    with FileLock(f"{out}.lock"):
+        if not done.is_file():
+            with tiny_fraction(fraction):
+                build_synth(out, preset="tiny", seed=0)
+            done.touch()
     return out
 
 

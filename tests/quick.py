@@ -1,6 +1,7 @@
 """The cut-down protocol and data the engine's tests run: they check wiring, caching and
-records, not scores, so one seed, one small attacker, two epochs and a quarter of pa-synth
-tiny's clips are enough."""
+records, not scores, so one seed, frame models for the attacker and the action target (tiny2d
+costs a seventh of tiny3d a step), two epochs and a quarter of pa-synth tiny's clips are
+enough."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def quick_protocol(protocol_id: str, base: str = "cross-dataset", **update: Any)
     """`base` under the test id `protocol_id`, cut down; `update` overrides any field."""
     return PROTOCOLS.get(base).model_copy(update={
         "id": protocol_id, "seeds": (0,), "consistency_check": False, "attackers": ("tiny2d",),
+        "target": "tiny2d",
         "schedule": Schedule(max_epochs=2, patience=1, min_epochs=1), "attacker_schedule": None,
         **update})
 
@@ -62,3 +64,13 @@ def pabench_main(*args: str) -> subprocess.CompletedProcess[str]:
             logger.handlers[:], logger.level = handlers, level
     status = code if isinstance(code, int) else 0 if code is None else 1
     return subprocess.CompletedProcess(["pabench", *args], status, out.getvalue(), err.getvalue())
+
+
+def one_line_error(out: subprocess.CompletedProcess[str], status: int, *needles: str) -> str:
+    """A command that failed as users should see it: exit `status`, nothing on stdout, and on
+    stderr one line `error: ...` holding every needle (besides the "preset:" notice)."""
+    assert out.returncode == status, out.stderr
+    lines = [ln for ln in out.stderr.strip().splitlines() if not ln.startswith("preset:")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
+    assert all(n in lines[0] for n in needles) and out.stdout == "", (out.stderr, out.stdout)
+    return lines[0]

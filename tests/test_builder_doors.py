@@ -25,6 +25,7 @@ import pytest
 from huggingface_hub import constants as hf_constants
 from huggingface_hub.utils import _http as hf_http
 from PIL import Image
+from quick import one_line_error, pabench_main
 from typer.testing import CliRunner
 
 from pabench.cli import app
@@ -382,13 +383,10 @@ def test_parse_error_is_one_line_from_the_entry_point(tmp_path: Path) -> None:
     (src / "ucfTrainTestlist" / "classInd.txt").write_bytes(b"1 Run\n\x80\x81 [bold]x\n")
     for name in ("trainlist01.txt", "testlist01.txt"):
         (src / "ucfTrainTestlist" / name).write_text("")
-    run = subprocess.run([sys.executable, "-m", "pabench.cli", "datasets", "build", "ucf101",
-                          "--source", str(src), "--out", str(tmp_path / "data")],
-                         capture_output=True, text=True, env={**os.environ,
-                                                              "OMP_NUM_THREADS": "1"})
-    assert run.returncode == 1, run.stderr
-    assert run.stderr.strip().splitlines() == [
-        f"error: {src}/ucfTrainTestlist/classInd.txt: line 2: not UTF-8 text"]
+    run = pabench_main("datasets", "build", "ucf101", "--source", str(src), "--out",
+                       str(tmp_path / "data"))
+    assert one_line_error(run, 1) == (
+        f"error: {src}/ucfTrainTestlist/classInd.txt: line 2: not UTF-8 text")
 
 
 # 3. a failed rebuild leaves the previous good build as it was ---------------------------------
@@ -554,12 +552,9 @@ def test_unknown_options_and_markup_in_names(tmp_path: Path) -> None:
     assert "configs" not in result.output
     assert CliRunner().invoke(app, ["datasets", "list"]).exit_code == 0
     for name in ("[/]", "[bold red]boom[/bold red]", "x\x1b[31my"):
-        run = subprocess.run([sys.executable, "-m", "pabench.cli", "datasets", "info", name],
-                             capture_output=True, text=True)
-        assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
-        (line,) = run.stderr.strip().splitlines()
         shown = name.replace("\x1b", "\\x1b")  # control characters are shown escaped
-        assert line.startswith(f"error: unknown dataset '{shown}'")
+        one_line_error(pabench_main("datasets", "info", name), 2,
+                       f"error: unknown dataset '{shown}'")
 
 
 def test_registry_imports_builders_on_first_lookup() -> None:

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from quick import pabench_main
+from quick import one_line_error, pabench_main
 from typer.testing import CliRunner
 
 from pabench import __version__
@@ -19,18 +16,6 @@ from pabench.records import read_record
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()  # click >= 8.2: result.stdout and result.stderr are kept apart
-
-
-def _pabench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pabench.cli", *args], capture_output=True,
-                          text=True, timeout=120, env={**os.environ, **(env or {})})
-
-
-def _one_line_error(out: subprocess.CompletedProcess, status: int, needle: str) -> None:
-    assert out.returncode == status, out.stderr
-    lines = [ln for ln in out.stderr.splitlines() if not ln.startswith("preset:")]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], out.stderr
-    assert out.stdout == ""
 
 
 def test_version():
@@ -123,7 +108,7 @@ def test_progress_goes_to_stderr(capsys):
     (["baselines", "export", "identiy", "--out", "x.pt2"], "Did you mean 'identity'"),
 ])
 def test_a_bad_name_on_the_command_line_exits_2_in_one_line(args: list[str], needle: str):
-    _one_line_error(pabench_main(*args), 2, needle)
+    one_line_error(pabench_main(*args), 2, needle)
 
 
 def test_click_usage_errors_exit_2():
@@ -135,25 +120,25 @@ def test_click_usage_errors_exit_2():
 def test_failures_during_the_work_exit_1_in_one_line(tmp_path):
     blocker = tmp_path / "f"
     blocker.write_text("")
-    out = _pabench("datasets", "build", "pa-synth", "--preset", "tiny", "--out", str(blocker))
-    _one_line_error(out, 1, "not writable")
-    out = _pabench("evaluate", "baseline:identity", "--output-dir", str(blocker / "results"))
+    out = pabench_main("datasets", "build", "pa-synth", "--preset", "tiny", "--out", str(blocker))
+    one_line_error(out, 1, "not writable")
+    out = pabench_main("evaluate", "baseline:identity", "--output-dir", str(blocker / "results"))
     assert out.stderr.startswith("preset: tiny (auto for device cpu")
-    _one_line_error(out, 1, "not writable")
+    one_line_error(out, 1, "not writable")
 
 
-def test_build_push_and_evaluate_share_one_default_data_folder(tmp_path):
+def test_build_push_and_evaluate_share_one_default_data_folder(tmp_path, monkeypatch):
     """$PABENCH_HOME/datasets, unless --out / --data-dir name another folder."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {"PABENCH_HOME": str(home)}
-    out = _pabench("evaluate", "baseline:identity", "--benchmark", "real", "--protocol",
-                   "ucf101-vispr1", env=env)
-    _one_line_error(out, 1, f"--out {home / 'datasets'}`")
-    out = _pabench("datasets", "push", "vispr2", "--repo-id", "org/vispr2", env=env)
-    _one_line_error(out, 1, f"{home / 'datasets' / 'vispr2'}: not a pabench dataset folder")
+    monkeypatch.setenv("PABENCH_HOME", str(home))
+    out = pabench_main("evaluate", "baseline:identity", "--benchmark", "real", "--protocol",
+                       "ucf101-vispr1")
+    one_line_error(out, 1, f"--out {home / 'datasets'}`")
+    out = pabench_main("datasets", "push", "vispr2", "--repo-id", "org/vispr2")
+    one_line_error(out, 1, f"{home / 'datasets' / 'vispr2'}: not a pabench dataset folder")
     (home / "datasets").write_text("")  # so that the build stops at its first check
-    out = _pabench("datasets", "build", "synth-pa", "--preset", "tiny", env=env)
+    out = pabench_main("datasets", "build", "synth-pa", "--preset", "tiny")
     # pa-synth goes to the very folder evaluate reads, inside the shared one
-    _one_line_error(out, 1, f"{home / 'datasets' / 'pa-synth-v2-tiny'}: output directory is "
+    one_line_error(out, 1, f"{home / 'datasets' / 'pa-synth-v2-tiny'}: output directory is "
                             "not writable")

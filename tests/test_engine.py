@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -124,27 +122,24 @@ def test_novel_refuses_declared_overlap(synth_tiny, tmp_path):
         _run(sub, tmp_path, synth_tiny, protocol=quick_novel)
 
 
-def test_cli_unknown_protocol_is_one_line():
-    out = subprocess.run([sys.executable, "-m", "pabench.cli", "evaluate", "baseline:identity",
-                          "--protocol", "nvel"], capture_output=True, text=True)
-    assert out.returncode == 2
-    assert out.stderr.strip().count("\n") == 0 and "Did you mean 'novel'" in out.stderr
-
-
 @pytest.mark.slow
-def test_grayscale_hides_skin_colour_and_keeps_the_face(synth_tiny_full, tmp_path):
-    """Through the engine, an anonymizer that removes one attribute's cue shows as such: the
-    attacker loses skin colour, not the face. 8 epochs of tiny2d keep wide margins (measured:
-    skin colour 51.4 against 100.0 raw, face 90.5 against 88.7), where 25 epochs of
-    tiny-resnet2d cost minutes more; the action target is a frame model too (tiny2d), a
-    seventh of tiny3d's cost a step (benchmarks/README.md), as the test reads only the
-    attackers (96 s in the suite, where the old black-and-grayscale test took 515 s).
-    All-black at chance is checked through the engine by test_replicas.py, on the committed
-    records by test_controls.py, and on the models alone by test_synth.py."""
-    proto = quick_protocol("test-accept", attackers=("tiny2d",), target="tiny2d",
-                           schedule=Schedule(max_epochs=8, patience=3, min_epochs=3))
+def test_raw_clips_teach_both_models_and_grayscale_hides_only_skin_colour(synth_tiny_full,
+                                                                           tmp_path):
+    """pa-synth's validity and a control, through the engine in one run (70 s alone on 2 idle
+    cores; 88 s with the target's 8 epochs, which end on the same numbers). On raw clips a
+    video target learns the actions from motion in 4 epochs (top-1 99.0) and a frame attacker
+    the attributes in 8 (cMAP 87.5); grayscale, which removes one attribute's cue, costs the
+    attacker skin colour (AP 50.3 against 100.0 raw) and not the face (89.2 against 90.5).
+    All-black at chance is checked through the engine by test_replicas.py and on every
+    committed black record by test_controls.py."""
+    proto = quick_protocol("test-accept", target="tiny3d",
+                           schedule=Schedule(max_epochs=4, patience=2, min_epochs=2),
+                           attacker_schedule=Schedule(max_epochs=8, patience=3, min_epochs=3))
     gray = _run(from_module("gray", Gray()), tmp_path, synth_tiny_full, protocol=proto)
     assert gray.raw is not None
+    print(f"validity: raw tiny3d action top-1 {gray.raw.action:.1f}, raw tiny2d attacker "
+          f"cMAP {gray.raw_attackers[0].cmap:.1f}")
+    assert gray.raw.action >= 80 and gray.raw_attackers[0].cmap >= 80
     raw_ap = gray.raw_attackers[0].per_attribute
     ap = gray.attackers[0].per_attribute
     print(f"acceptance: gray skin_color AP {ap['skin_color']['ap']:.1f} "

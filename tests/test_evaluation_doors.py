@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quick import pabench_main, quick_protocol
+from quick import one_line_error, pabench_main, quick_protocol
 from typer.testing import CliRunner
 
 from pabench.errors import PabenchError
@@ -24,15 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 def _pabench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pabench.cli", *args], capture_output=True,
                           text=True, cwd=cwd, env={**os.environ, "COLUMNS": "200"})
-
-
-def _one_line_error(out: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert out.returncode == 2, out.stderr
-    lines = [ln for ln in out.stderr.strip().splitlines() if not ln.startswith("preset:")]
-    assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
-    assert "Traceback" not in out.stderr
-    for needle in needles:
-        assert needle in lines[0], out.stderr
 
 
 def test_concurrent_writers_never_mix_bytes(tmp_path: Path) -> None:
@@ -142,7 +133,7 @@ def test_user_runs_never_touch_official_records(tmp_path: Path, monkeypatch) -> 
     (["evaluate", "baseline:identity", "--protocol", "nvel"], ["Did you mean 'novel'"]),
 ])
 def test_bad_evaluate_arguments_are_one_line_errors(args: list[str], needles: list[str]) -> None:
-    _one_line_error(pabench_main(*args), *needles)
+    one_line_error(pabench_main(*args), 2, *needles)
 
 
 def test_escape_sequences_in_user_text_do_not_reach_the_terminal(tmp_path: Path) -> None:
