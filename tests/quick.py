@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,3 +75,17 @@ def one_line_error(out: subprocess.CompletedProcess[str], status: int, *needles:
     assert len(lines) == 1 and lines[0].startswith("error: "), out.stderr
     assert all(n in lines[0] for n in needles) and out.stdout == "", (out.stderr, out.stdout)
     return lines[0]
+
+
+def torchrun(worker: Path, logs: Path, *args: str,
+             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`torchrun --standalone --nproc_per_node=2 WORKER ARGS`, which must succeed: torchrun's
+    own traceback hides the cause, so a failure shows each rank's stderr."""
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         f"--log-dir={logs}", "--redirects=3", str(worker), *args],
+        capture_output=True, text=True, timeout=300, env=env)
+    rank_logs = "\n".join(f"{p}:\n{p.read_text()[-1500:]}"
+                          for p in sorted(logs.rglob("stderr.log")))
+    assert out.returncode == 0, rank_logs or out.stderr[-2000:]
+    return out

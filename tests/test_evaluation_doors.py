@@ -44,7 +44,7 @@ def test_two_runs_of_one_evaluation_at_once_both_finish_with_one_record(synth_ti
     script.write_text(textwrap.dedent(f"""
         from pabench.evaluation import evaluate
         from quick import quick_protocol
-        evaluate("baseline:identity", quick_protocol("test-quick"), preset="tiny",
+        evaluate("baseline:identity", quick_protocol("test-quick"), preset="tiny", workers=1,
                  data_dir={str(synth_tiny)!r}, output_dir={str(tmp_path / "results")!r})
     """))
     env = {**os.environ, "PABENCH_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1",
@@ -69,7 +69,8 @@ def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path, monkeyp
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))  # only this test's caches
 
     quick = quick_protocol("test-corrupt")
-    first = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
+    kw = dict(preset="tiny", data_dir=synth_tiny, workers=1)  # a worker pool's start, spared
+    first = evaluate("baseline:identity", quick, **kw)
     runs = pabench_home() / "runs"
     corrupted = 0
     for sub, junk in (("predictions", b"PK\x03\x04 not a zip"), ("models", b"\x80junk")):
@@ -80,7 +81,7 @@ def test_corrupt_caches_are_recomputed(synth_tiny: Path, tmp_path: Path, monkeyp
         f.write_bytes(f.read_bytes()[:100])  # truncated
         corrupted += 1
     assert corrupted >= 5
-    again = evaluate("baseline:identity", quick, preset="tiny", data_dir=synth_tiny)
+    again = evaluate("baseline:identity", quick, **kw)
     assert again.metrics == first.metrics and again.attackers == first.attackers
     for f in (runs / "predictions").glob("*.npz"):
         with np.load(f) as z:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from quick import one_line_error, pabench_main, torchrun
 from typer.testing import CliRunner
 
 from pabench.anonymizers import BuildContext, get_anonymizer, learned_baselines
@@ -242,11 +243,9 @@ def test_bad_recipes_are_one_line_errors_naming_the_file(tmp_path):
     model.write_text('{"budget_models": ["tiny3d"]}')
     with pytest.raises(PabenchError, match=r"model\.json: budget_models: .*video model"):
         load_recipe(model, "vita")
-    out = subprocess.run([sys.executable, "-m", "pabench.cli", "train-baseline", "spact",
-                          "--recipe", str(typo), "--out", str(tmp_path / "x.pt2")],
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 1 and "typo.json: invalid: stepz" in out.stderr
-    assert out.stderr.strip().count("\n") == 0
+    out = pabench_main("train-baseline", "spact", "--recipe", str(typo), "--out",
+                       str(tmp_path / "x.pt2"))
+    one_line_error(out, 1, "typo.json: invalid: stepz")
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -399,17 +398,8 @@ def test_a_killed_run_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path):
 
 def test_torchrun_two_ranks_train_identical_anonymizers(tmp_path):
     worker = Path(__file__).with_name("learned_ddp_worker.py")
-    logs = tmp_path / "logs"
     pairs = [str(a) for m in EXPORTED for a in (m, _micro(tmp_path, m))]
-    out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         f"--log-dir={logs}", "--redirects=3", str(worker), str(tmp_path), "tiny", *pairs],
-        capture_output=True, text=True, timeout=300,
-    )
-    # torchrun's own traceback hides the cause; each rank's stderr holds it
-    rank_logs = "\n".join(f"{p}:\n{p.read_text()[-1500:]}"
-                          for p in sorted(logs.rglob("stderr.log")))
-    assert out.returncode == 0, rank_logs or out.stderr[-2000:]
+    torchrun(worker, tmp_path / "logs", str(tmp_path), "tiny", *pairs)
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["world"] == 2
     for method in EXPORTED:

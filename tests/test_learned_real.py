@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -15,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
+from quick import one_line_error, pabench_main, torchrun
 from typer.testing import CliRunner
 
 from pabench.cli import app
@@ -131,10 +130,9 @@ def test_real_training_data_problems_are_one_line_errors(corpus: Path, tmp_path)
         real_source(corpus, "priv", "priv", 16, 112)
     with pytest.raises(PabenchError, match="act: has no privacy attributes"):
         real_source(corpus, "act", "act", 16, 112)
-    result = subprocess.run([sys.executable, "-m", "pabench.cli", "train-baseline", "spact",
-                             "--data-dir", str(corpus)], capture_output=True, text=True)
-    assert result.returncode == 2 and result.stdout == ""
-    assert result.stderr.strip().endswith("--data-dir names real datasets: add --benchmark real")
+    result = pabench_main("train-baseline", "spact", "--data-dir", str(corpus))
+    assert one_line_error(result, 2).endswith("--data-dir names real datasets: add --benchmark "
+                                              "real")
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -161,18 +159,8 @@ def test_torchrun_two_ranks_train_identical_anonymizers_on_real_pools(corpus: Pa
         recipe = tmp_path / f"{method}.json"
         recipe.write_text(json.dumps(micro))
         pairs += [method, str(recipe)]
-    logs = tmp_path / "logs"
-    out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-         f"--log-dir={logs}", "--redirects=3", str(worker), str(tmp_path), f"real:{corpus}",
-         *pairs],
-        capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PABENCH_HOME": str(tmp_path / "home")},
-    )
-    # torchrun's own traceback hides the cause; each rank's stderr holds it
-    rank_logs = "\n".join(f"{p}:\n{p.read_text()[-1500:]}"
-                          for p in sorted(logs.rglob("stderr.log")))
-    assert out.returncode == 0, rank_logs or out.stderr[-2000:]
+    torchrun(worker, tmp_path / "logs", str(tmp_path), f"real:{corpus}", *pairs,
+             env={**os.environ, "PABENCH_HOME": str(tmp_path / "home")})
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert ranks[0]["world"] == 2
     for method in ("vita", "spact"):

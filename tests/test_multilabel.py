@@ -130,7 +130,7 @@ class Black(nn.Module):
 
 def test_p_hvu_end_to_end_multilabel(tiny_p_hvu: Path, tmp_path: Path) -> None:
     proto = PROTOCOLS.get("p-hvu").model_copy(update={"id": "test-p-hvu", **CHEAP})
-    run = dict(benchmark="real", data_dir=tiny_p_hvu, output_dir=tmp_path / "results")
+    run = dict(benchmark="real", data_dir=tiny_p_hvu, output_dir=tmp_path / "results", workers=1)
     ident = evaluate("baseline:identity", proto, **run)
     m = ident.metrics
     assert m.action_metric == "cmap" and ident.raw is not None and ident.raw.action_metric == "cmap"
