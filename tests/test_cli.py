@@ -141,4 +141,4 @@ def test_build_push_and_evaluate_share_one_default_data_folder(tmp_path, monkeyp
     out = pabench_main("datasets", "build", "synth-pa", "--preset", "tiny")
     # pa-synth goes to the very folder evaluate reads, inside the shared one
     one_line_error(out, 1, f"{home / 'datasets' / 'pa-synth-v2-tiny'}: output directory is "
-                            "not writable")
+                           "not writable")
