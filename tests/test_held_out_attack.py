@@ -10,10 +10,16 @@ import torch
 from typer.testing import CliRunner
 
 from pabench.cli import app
-from pabench.protocols import NEXT, PROTOCOLS, get_protocol
+from pabench.protocols import NEXT, PROTOCOLS, Schedule, get_protocol
 from pabench.training import held_out
 from pabench.training.attackers import HELD_OUT_ATTACKER, TRAINING_ONLY
 from pabench.training.held_out import held_out_attack, held_out_attackers
+
+
+def _shortened(epochs: int) -> Schedule:
+    """The measure's attacker schedule (known's, as `held_out_attack` reads it), `epochs` long."""
+    known = NEXT.get("known", PROTOCOLS.get("known")).schedule_for("attributes")
+    return known.model_copy(update=dict(max_epochs=epochs, min_epochs=epochs))
 
 
 def test_the_held_out_attacker_is_neither_trained_against_nor_scoring():
@@ -34,9 +40,7 @@ def test_raw_clips_leak_and_black_clips_do_not():
     With standardized inputs (protocol v4) 64 training clips are too few: the mean image of 54
     is mostly those clips' own content, and raw clips read 56. A sixth of the budget keeps the
     controls apart at a sixth of the cost (measured: 75.8 against 53.3; 77.6 at 10 epochs)."""
-    known = NEXT.get("known", PROTOCOLS.get("known")).schedule_for("attributes")
-    short = known.model_copy(update=dict(max_epochs=5, min_epochs=5))
-    kw = dict(train_clips=128, test_clips=48, schedule=short)
+    kw = dict(train_clips=128, test_clips=48, schedule=_shortened(5))
     raw = held_out_attack(lambda x: x, "tiny", **kw)
     black = held_out_attack(torch.zeros_like, "tiny", **kw)
     assert raw.cmap > black.cmap + 10, (raw.cmap, black.cmap)
@@ -58,10 +62,8 @@ def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
     monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
-    known = NEXT.get("known", PROTOCOLS.get("known")).schedule_for("attributes")
-    short = known.model_copy(update=dict(max_epochs=2, min_epochs=2))
     monkeypatch.setattr(learned_baselines, "measure_held_out",
-                        functools.partial(held_out_attack, schedule=short))
+                        functools.partial(held_out_attack, schedule=_shortened(2)))
     micro = tmp_path / "micro.json"
     micro.write_text(json.dumps({"clips": 16, "batch": 4, "width": 4, "identity_steps": 5,
                                  "target_steps": 5, "steps": 2, "ssl_steps": 2,
