@@ -34,6 +34,7 @@ from pabench.data.synth import (
 from pabench.errors import PabenchError
 from pabench.evaluation.run import resolve_submission
 from pabench.protocols import PROTOCOLS
+from pabench.runtime import digest, numerics
 from pabench.submission import load_submission, validate
 from pabench.training.anonymizer import (
     _SSL,
@@ -207,6 +208,29 @@ def test_a_cached_f_a_is_keyed_by_where_it_trained_and_its_records_say_where(tmp
     assert res.exit_code == 0, res.output
     sidecar = json.loads(out.with_suffix(".json").read_text())
     assert sidecar["trained_on"]["threads"] == str(threads)
+
+
+def test_bf16_autocast_trains_f_a_and_keys_its_cache(tmp_path):
+    """A GPU's default, bf16 autocast, run on the CPU (one method: bf16 is slow on these
+    cores, MPPAR's micro run took 442 s beside a training): every phase trains finite
+    float32 weights other than a float32 training's; the cache key and `trained_on` name the
+    dtype, and a float32 training keeps the key it had before autocast (the thread-count key
+    alone), so its caches are still found."""
+    method = "spact"
+    recipe = RECIPES[method](**MICRO[method])
+    bf16 = load_or_train(method, "tiny", recipe=recipe, cache_dir=tmp_path, amp="bf16")
+    fp32 = load_or_train(method, "tiny", recipe=recipe, cache_dir=tmp_path, amp="off")
+    assert bf16.trained_on is not None and bf16.trained_on["autocast"] == "bfloat16"
+    assert fp32.trained_on is not None and "autocast" not in fp32.trained_on
+    weights = [r.net.state_dict() for r in (bf16, fp32)]
+    assert all(v.dtype == torch.float32 and torch.isfinite(v).all()
+               for sd in weights for v in sd.values() if v.is_floating_point())
+    assert any(not torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    plain = cache_path(method, "tiny", recipe, tmp_path)
+    assert plain == cache_path(method, "tiny", recipe, tmp_path, amp="off") != cache_path(
+        method, "tiny", recipe, tmp_path, amp="bf16")
+    assert plain.stem.endswith(digest(*numerics("cpu"))[:8])
+    assert len(list(tmp_path.glob(f"{method}-tiny-*.pt"))) == 2
 
 
 def test_identity_pretraining_reproduces_the_input():

@@ -46,10 +46,12 @@ from pabench.runtime import (
 )
 from pabench.submission import SubmissionMeta, TrainingData, check_format, export_submission
 from pabench.training.anonymizer import (
+    AnonymizerAmp,
     AnyRecipe,
     Log,
     TrainResult,
     VitaRecipe,
+    anonymizer_autocast,
     default_recipe,
     load_recipe,
     train_anonymizer,
@@ -87,12 +89,14 @@ def recipe_digest(recipe: AnyRecipe) -> str:
 
 
 def cache_path(method: str, data: str, recipe: AnyRecipe, cache_dir: Path | None = None,
-               device: str = "cpu") -> Path:
+               device: str = "cpu", amp: AnonymizerAmp = "auto") -> Path:
     """The cache file of `method` trained on `data` (a preset, or a real source's key) on
     `device`: the same recipe trained with another thread count gave other weights (VITA,
     seed 0: digest 488a2f8e33fc on 2 threads, 724890b52ec0 on 1), so where it trains is in
-    the key, as for the evaluation's fits."""
-    where = digest(*numerics(device))[:8]
+    the key, as for the evaluation's fits, and so is an autocast dtype (a float32 training
+    keeps the key it had before f_A trained under autocast, and its cache)."""
+    dtype = anonymizer_autocast(amp, device)
+    where = digest(*numerics(device), *([str(dtype)] if dtype is not None else []))[:8]
     return models_dir(cache_dir) / f"{method}-{data}-{VERSION}-{recipe_digest(recipe)}-{where}.pt"
 
 
@@ -101,16 +105,17 @@ def load_or_train(method: str, source: TrainingSource | str, *,
                   cache_dir: Path | None = None, device: str = "cpu",
                   progress: Progress | None = None, log: Log | None = None,
                   curves: Curves | None = None, eval_every: int = 25,
-                  resume: bool = False) -> TrainResult:
+                  resume: bool = False, amp: AnonymizerAmp = "auto") -> TrainResult:
     """The trained anonymizer for `method` on `source` (a pa-synth preset name, or a
     `TrainingSource`), from the cache or trained now (the default recipe unless one is given).
     Under torchrun every rank trains its share (DDP) and rank 0 writes the cache. Training
     checkpoints next to the cache file (`.ckpt`, removed once the cache is written); `resume`
     continues from it. Without `curves`, rank 0 still measures them (next to the cache file,
-    and in it), so that a later export of a model an evaluation trained has its curves."""
+    and in it), so that a later export of a model an evaluation trained has its curves. `amp`:
+    see `anonymizer_autocast`; the payload's `trained_on` names a dtype other than float32."""
     source = synth_source(source) if isinstance(source, str) else source
     spec = recipe if recipe is not None else default_recipe(method)
-    path = cache_path(method, source.key, spec, cache_dir, device)
+    path = cache_path(method, source.key, spec, cache_dir, device, amp)
     checkpoint = path.with_suffix(".ckpt")
     if curves is None and is_rank0():  # e.g. `pabench evaluate baseline:NAME`: curves kept in
         # the cache for a later `train-baseline` export; they do not move the weights
@@ -125,8 +130,10 @@ def load_or_train(method: str, source: TrainingSource | str, *,
     def train() -> TrainResult:
         result = train_anonymizer(spec, source, device=device, progress=progress, log=log,
                                   curves=curves, eval_every=eval_every, checkpoint=checkpoint,
-                                  resume=resume)
-        return dataclasses.replace(result, trained_on=hardware_info(device))
+                                  resume=resume, amp=amp)
+        dtype = anonymizer_autocast(amp, device)
+        autocast = {"autocast": str(dtype).removeprefix("torch.")} if dtype is not None else {}
+        return dataclasses.replace(result, trained_on={**hardware_info(device), **autocast})
 
     result = cached(
         path, restore=restore, train=train,

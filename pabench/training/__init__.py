@@ -28,6 +28,7 @@ from pabench.protocols import Schedule
 from pabench.runtime import Progress, is_distributed, rank_world, wrap_ddp
 
 Task = Literal["multiclass", "multilabel"]
+Amp = Literal["auto", "off", "bf16", "fp16"]
 
 
 @dataclass(frozen=True)
@@ -44,19 +45,23 @@ class FitSpec:
     eval_frames: int = 8  # frames per video an attacker averages over at test time
     frames_per_epoch: int = 4  # frame models: random frames drawn per video per epoch
     loader_workers: int = 0  # processes reading batches and prediction chunks ahead
-    amp: Literal["auto", "off", "bf16", "fp16"] = "auto"  # see `amp_dtype`
+    amp: Amp = "auto"  # see `autocast_dtype`
     standardize: bool = False  # see `Standardized` (protocol v4)
 
     @property
     def amp_dtype(self) -> torch.dtype | None:
-        """Autocast dtype: `auto` is bf16 on a GPU that has it (fp16 with a GradScaler on older
-        ones) and none on CPU, where bf16 is slower for these models on avx512_bf16 without AMX
-        (benchmarks/README.md); `bf16` on CPU exists so the GPU path is tested here."""
-        if self.amp == "auto":
-            if torch.device(self.device).type != "cuda":
-                return None
-            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}[self.amp]
+        return autocast_dtype(self.amp, self.device)
+
+
+def autocast_dtype(amp: Amp, device: str) -> torch.dtype | None:
+    """Autocast dtype: `auto` is bf16 on a GPU that has it (fp16 on older ones, which needs a
+    GradScaler) and none on CPU, where bf16 is slower for these models on avx512_bf16 without
+    AMX (benchmarks/README.md); `bf16` on CPU exists so the GPU path is tested here."""
+    if amp == "auto":
+        if torch.device(device).type != "cuda":
+            return None
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return {"off": None, "bf16": torch.bfloat16, "fp16": torch.float16}[amp]
 
 
 def memory_format(x: torch.Tensor) -> torch.memory_format:

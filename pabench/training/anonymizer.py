@@ -69,6 +69,7 @@ from pabench.runtime import (
     validation_error,
     wrap_ddp,
 )
+from pabench.training import autocast_dtype
 from pabench.training.attackers import TRAINING_ONLY
 from pabench.training.curves import Curves
 from pabench.training.pools import Batches, ClipPool, TrainingSource, as_tensor, synth_source
@@ -913,6 +914,15 @@ class _MPPAR(_Vita):
 
 
 PHASES = ("identity", "target", "privacy", "minimax")
+AnonymizerAmp = Literal["auto", "off", "bf16"]
+
+
+def anonymizer_autocast(amp: AnonymizerAmp, device: str) -> torch.dtype | None:
+    """f_A's training dtype: bf16 autocast on a GPU that has it (`auto`), float32 elsewhere.
+    Not fp16: its loss scaling would have to span the minimax's several optimizers and
+    MPPAR's second-order step, so a GPU without bf16 trains in float32."""
+    dtype = autocast_dtype(amp, device)
+    return None if dtype == torch.float16 else dtype
 
 
 class _Run:
@@ -920,8 +930,9 @@ class _Run:
     target and privacy pretraining stages, then minimax iterations."""
 
     def __init__(self, recipe: AnyRecipe, source: TrainingSource, device: str,
-                 progress: Progress | None) -> None:
+                 progress: Progress | None, amp: AnonymizerAmp = "auto") -> None:
         _check_models("recipe", recipe)
+        self.amp = anonymizer_autocast(amp, device)
         torch.manual_seed(recipe.seed)
         self.recipe, self.source, self.device, self.progress = recipe, source, device, progress
         self.size = source.size
@@ -956,7 +967,9 @@ class _Run:
             self.privacy.pretrain,
         ]
         for phase in phases[self.done:]:
-            for stage in phase():
+            with self._autocast():
+                stages = phase()
+            for stage in stages:
                 self._finish(stage, log)
             self.done += 1
             if after:
@@ -970,9 +983,18 @@ class _Run:
     def iterate(self, every: Callable[[int], None] | None = None) -> None:
         """The remaining minimax iterations; `every(done)` after each."""
         for it in range(self.minimax.done, self.recipe.steps):
-            self.minimax.step(**self.privacy.iteration(it))
+            with self._autocast():
+                losses = self.privacy.iteration(it)
+            self.minimax.step(**losses)
             if every:
                 every(self.minimax.done)
+
+    def _autocast(self) -> torch.autocast:
+        """Training steps under `amp`, backward passes included (their ops take the forward's
+        dtypes either way). No cast cache: weights change inside a region, at every optimizer
+        step, and a cached bf16 copy would go stale."""
+        return torch.autocast(torch.device(self.device).type, self.amp,
+                              enabled=self.amp is not None, cache_enabled=False)
 
     def finish(self, log: Log | None = None,
                rows: list[dict[str, float]] | None = None) -> TrainResult:
@@ -994,7 +1016,7 @@ class _Run:
                 ) -> dict[str, float]:
         """Held-out utility (f_T top-1 on f_A's output, %), how far f_A moves an action clip
         (RMS), f_A's privacy term, and the method's own privacy measures (on the privacy
-        clips)."""
+        clips); in float32 under any `amp`, as the exported f_A runs."""
         action, privacy = val
         with _evaluating(self.nets.fa, self.nets.ft, batch_stats=tuple(self.privacy.models())):
             x, a = self._anonymized(action, chunk)
@@ -1042,16 +1064,18 @@ class _Run:
 def train_anonymizer(recipe: AnyRecipe, source: TrainingSource | str, *, device: str = "cpu",
                      progress: Progress | None = None, log: Log | None = None,
                      curves: Curves | None = None, eval_every: int = 25, eval_clips: int = 64,
-                     checkpoint: Path | None = None, resume: bool = False) -> TrainResult:
+                     checkpoint: Path | None = None, resume: bool = False,
+                     amp: AnonymizerAmp = "auto") -> TrainResult:
     """Train f_A with `recipe` on the clips of `source` (a `TrainingSource`, or the name of a
-    pa-synth preset); deterministic for a given world size.
+    pa-synth preset), its training steps under `amp` (see `anonymizer_autocast`);
+    deterministic for a given world size.
 
     With `curves`, rank 0 adds a row of losses and held-out measures (`eval_clips` clips of the
     namespace's "val" split) after the pretraining and every `eval_every` minimax iterations.
     With `checkpoint`, rank 0 saves the run after each pretraining stage and every epoch;
     `resume` continues from that file when it exists (every rank reads it)."""
     source = synth_source(source) if isinstance(source, str) else source
-    run = _Run(recipe, source, device, progress)
+    run = _Run(recipe, source, device, progress, amp)
     if checkpoint is not None and resume and checkpoint.is_file():
         try:
             state = torch.load(checkpoint, map_location=device, weights_only=True)
