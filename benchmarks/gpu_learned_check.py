@@ -61,7 +61,7 @@ for method, micro in (("spact", micro_ssl), ("vita", micro_vita)):
         results[f"real-{method}-torchrun"]["trained_on"] = json.loads(
             out.with_suffix(".json").read_text())["trained_on"]
 
-# 2. every method's micro recipe on pa-synth tiny, on the GPU (the first renders pa-synth)
+# 2. every method's micro recipe on pa-synth tiny, on the GPU
 for method in ("spact", "penalty", "vita", "vita-grl", "vita-kbeam", "mppar"):
     recipe = work / f"{method}.json"
     recipe.write_text(json.dumps(micro_ssl if method in ("spact", "penalty") else micro_vita))
