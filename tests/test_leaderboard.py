@@ -201,7 +201,8 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
             passed=not memorizer),
         ranked=not (memorizer or diagnostic),
         submission=rec.submission.model_copy(update=dict(
-            meta=rec.submission.meta.model_copy(update=dict(trained_on=TRAINED_ON)),
+            meta=rec.submission.meta.model_copy(update=dict(trained_on=TRAINED_ON,
+                                                            training_recipe=RECIPE)),
             training_seed=4, replicas=[Replica(seed=k, sha256=f"{k}" * 64, training_seed=4 + k,
                                                trained_on={**TRAINED_ON, "threads": str(k)})
                                        for k in (1, 2)])) if name == "unet" else rec.submission,
@@ -211,6 +212,8 @@ def make_record(protocol: str, version: int, name: str, with_sample: bool = Fals
 
 
 TRAINED_ON = {"cpu": "Fixture CPU", "device": "cpu", "threads": "1"}
+RECIPE = {"method": "vita-kbeam", "seed": 4, "steps": 600,
+          "budget_models": ["tiny-vgg2d", "tiny-dws2d"]}
 
 
 def write_fixture_results(root: Path) -> Path:
@@ -456,6 +459,9 @@ def test_entry_page_shows_curves_and_checks(results: Path, site: Path) -> None:
     assert "private seed" in checks and COMMITMENT in checks
     assert "passed" in checks and "51.0" in checks and rec.flags[0] in checks
     assert "Privacy vs chance" in page and "base rate 30.0" in page
+    recipe = _section(page, "<dt>f_A recipe</dt>", "</dd>")
+    assert 'steps <code>600</code>' in recipe and 'method <code>"vita-kbeam"</code>' in recipe
+    assert '<code>["tiny-vgg2d", "tiny-dws2d"]</code>' in recipe and "seed <code>" not in recipe
     assert f"{rec.metrics.privacy_norm:.2f}" in page and "privacy rank 1–2" in page
 
 

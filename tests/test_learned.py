@@ -201,6 +201,9 @@ def test_a_cached_f_a_is_keyed_by_where_it_trained_and_its_records_say_where(tmp
     sub = resolve_submission("baseline:spact", BuildContext(preset="tiny", cache_dir=tmp_path),
                              seeds=2)
     assert [s.meta.trained_on["threads"] for s in (sub, *sub.replicas)] == [str(threads)] * 2
+    assert [s.meta.training_recipe for s in (sub, *sub.replicas)] == [
+        default_recipe("spact").model_copy(update={"seed": k}).model_dump(mode="json")
+        for k in (0, 1)]
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
     out = tmp_path / "spact.pt2"
     res = runner.invoke(app, ["train-baseline", "spact", "--recipe", str(_micro(tmp_path, "spact")),

@@ -258,6 +258,8 @@ def _build(method: str, ctx: BuildContext) -> nn.Module:
     result = load_or_train(method, ctx.preset, recipe=recipe, cache_dir=ctx.cache_dir,
                            device=ctx.device)
     result.net.trained_on = result.trained_on
+    # records name the recipe (its steps move a result as much as its seed does)
+    result.net.training_recipe = recipe.model_dump(mode="json")
     return result.net.to(ctx.device).eval()
 
 

@@ -58,8 +58,9 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
         # on the evaluation's device: a segmenter's weights would stay on the CPU otherwise
         module = baseline.build(dataclasses.replace(ctx, replica=k)).to(ctx.device)
         # learned baselines declare what they trained on, so novel protocols can check it,
-        # and where, since the same seed trains other weights elsewhere
+        # with which recipe, and where, since the same seed trains other weights elsewhere
         meta = (SubmissionMeta(name=name, training_data=baseline.training_data,
+                               training_recipe=getattr(module, "training_recipe", None),
                                trained_on=getattr(module, "trained_on", None))
                 if baseline.training_data is not None else None)
         sub = from_module(name, module, meta)
