@@ -39,6 +39,7 @@ from pabench.records import (
     Replica,
     write_record,
 )
+from pabench.training.anonymizer import default_recipe
 
 XSS = "<script>alert(1)</script>"
 XSS_ENTRY = "scripted"  # names are ASCII words; its authors and command carry the markup
@@ -785,3 +786,38 @@ def test_show_quotes_the_records(results: Path) -> None:
     unknown = CliRunner().invoke(app, ["leaderboard", "show", "known@9", "--results",
                                        str(results)])
     assert unknown.exit_code != 0 and "no version '9'" in str(unknown.exception)
+
+
+def test_a_record_of_an_older_recipe_is_marked(results: Path, tmp_path: Path) -> None:
+    """A learned baseline's record made before its recipe changed says so (table badge, entry
+    page, download cell); one of the current recipe says that; one that predates records naming
+    their recipe says it is not recorded. Seed aside: replicas differ in it."""
+    unet = next(e for e in _tables(results)[("known", KNOWN_NOW)].entries if e.name == "unet")
+    recipes = {"vita-kbeam": {**default_recipe("vita-kbeam").model_dump(mode="json"),
+                              "steps": 200, "seed": 1},
+               "mppar": {**default_recipe("mppar").model_dump(mode="json"), "seed": 1},
+               "spact": None}
+    for name, recipe in recipes.items():
+        s = unet.record.submission
+        sub = s.model_copy(update=dict(name=name, format="baseline", meta=s.meta.model_copy(
+            update=dict(name=name, training_recipe=recipe))))
+        write_record(unet.record.model_copy(update=dict(submission=sub)),
+                     tmp_path / "results" / f"pa-synth-tiny__known__v{KNOWN_NOW}__{name}.json")
+    build_site(tmp_path / "results", tmp_path / "none", tmp_path / "site")
+    entries = {e.name: e for e in _tables(tmp_path / "results")[("known", KNOWN_NOW)].entries}
+    assert entries["vita-kbeam"].recipe_changes == ["steps 200 -> 600"]
+    assert entries["mppar"].recipe_changes == [] and entries["spact"].recipe_changes is None
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "older recipe" in _section(index, 'data-name="vita-kbeam"', "</tr>")
+    assert "older recipe" not in _section(index, 'data-name="mppar"', "</tr>")
+    page = (tmp_path / "site" / "entries" / f"{entries['vita-kbeam'].id}.html").read_text()
+    assert "recipe has changed since: steps 200 -&gt; 600" in page
+    page = (tmp_path / "site" / "entries" / f"{entries['mppar'].id}.html").read_text()
+    assert "mppar's current recipe" in page and "older recipe" not in page
+    page = (tmp_path / "site" / "entries" / f"{entries['spact'].id}.html").read_text()
+    assert "not recorded" in _section(page, "<dt>f_A recipe</dt>", "</dd>")
+    table = entries["mppar"].record.table_id
+    cells = pd.read_csv(tmp_path / "site" / "data" / f"{table}.csv").set_index("entry")
+    assert cells.loc["vita-kbeam", "f_a_recipe"] == "older: steps 200 -> 600"
+    assert cells.loc["mppar", "f_a_recipe"] == "current"
+    assert cells["f_a_recipe"].isna()["spact"]

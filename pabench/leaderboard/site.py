@@ -49,7 +49,8 @@ ROW_COLUMNS = [
     "action_metric", "action", "action_ci_lo", "action_ci_hi", "action_drop", "privacy_cmap",
     "privacy_cmap_ci_lo", "privacy_cmap_ci_hi", "privacy_norm", "privacy_norm_ci_lo",
     "privacy_norm_ci_hi", "base_cmap", "privacy_drop", "privacy_f1", "privacy_f1_ci_lo",
-    "privacy_f1_ci_hi", "worst_attacker", "params", "flops", "sha256", "created", "record",
+    "privacy_f1_ci_hi", "worst_attacker", "params", "flops", "sha256", "f_a_recipe", "created",
+    "record",
 ]
 REPORTED_COLUMNS = [
     "source", "table", "protocol", "setting", "action_dataset", "privacy_dataset", "method",

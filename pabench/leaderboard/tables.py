@@ -11,6 +11,7 @@ entries share a page or a download.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +23,7 @@ from pabench.errors import PabenchError
 from pabench.models import MODELS
 from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
 from pabench.records import AttackerResult, Metrics, Record, read_record
+from pabench.training.anonymizer import RECIPES, default_recipe
 
 REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured against
 LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
@@ -83,6 +85,36 @@ class Entry:
         control, which mark the ends of the scale (an all-black video would otherwise rank
         first on privacy)."""
         return not (self.is_reference or self.is_control or self.is_chance_control)
+
+    @property
+    def learned_baseline(self) -> bool:
+        """pabench's own trained f_A (`baseline:spact` ...), whose recipe can change."""
+        s = self.record.submission
+        return s.format == "baseline" and s.name in RECIPES
+
+    @property
+    def recipe_changes(self) -> list[str] | None:
+        """How the f_A recipe of a pabench-trained baseline's record differs from that
+        baseline's current recipe (seed aside: replicas differ in it), one "key recorded ->
+        now" each; empty when it is the current one, None when not a learned baseline or the
+        record predates records naming their recipe. A recipe change leaves old records
+        standing until re-made: this tells a reader which ones score an older f_A."""
+        recorded = self.record.submission.meta.training_recipe
+        if not self.learned_baseline or recorded is None:
+            return None
+        current = default_recipe(self.name).model_dump(mode="json")
+        missing = "not recorded"
+        return [f"{k} {json.dumps(recorded.get(k, missing))} -> {json.dumps(current.get(k))}"
+                for k in sorted(current.keys() | recorded.keys())
+                if k != "seed" and recorded.get(k, missing) != current.get(k, missing)]
+
+    @property
+    def recipe_text(self) -> str:
+        """The download's `f_a_recipe` cell: "current", "older: ...", or empty."""
+        changes = self.recipe_changes
+        if changes is None:
+            return ""
+        return "older: " + "; ".join(changes) if changes else "current"
 
     @property
     def rank_text(self) -> str:
@@ -149,6 +181,7 @@ class Entry:
             "params": s.params,
             "flops": s.flops,
             "sha256": s.sha256,
+            "f_a_recipe": self.recipe_text,
             "created": rec.created,
             "record": self.path.name,
         }
