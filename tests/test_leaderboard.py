@@ -821,3 +821,7 @@ def test_a_record_of_an_older_recipe_is_marked(results: Path, tmp_path: Path) ->
     assert cells.loc["vita-kbeam", "f_a_recipe"] == "older: steps 200 -> 600"
     assert cells.loc["mppar", "f_a_recipe"] == "current"
     assert cells["f_a_recipe"].isna()["spact"]
+    shown = CliRunner().invoke(app, ["leaderboard", "show", f"known@{KNOWN_NOW}", "--markdown",
+                                     "--results", str(tmp_path / "results")])
+    assert shown.exit_code == 0 and "| vita-kbeam (older recipe) |" in shown.output
+    assert "| mppar |" in shown.output

@@ -75,14 +75,16 @@ def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, s
     (none for the raw reference, the controls and unranked records, as on the site), action,
     worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst
     attacker's cMAP per seed, each attacker's cMAP (in the first record's attacker order),
-    wall time and the pabench commit that made it."""
+    wall time and the pabench commit that made it; a learned baseline's record of an older
+    recipe is marked beside its name."""
     other = {e.name: e.m for e in against.entries} if against else {}
     archs = list(dict.fromkeys(a.arch for e in table.entries for a in e.record.attackers))
     rows = []
     for e in table.entries:
         m, rec = e.m, e.record
         row = {"rank": e.rank_text} if table.listing == "ranked" else {}
-        row |= {"entry": e.name, "action": f"{m.action:.1f}",
+        older = " (older recipe)" if e.recipe_changes else ""  # as the site marks it
+        row |= {"entry": e.name + older, "action": f"{m.action:.1f}",
                 "worst-case cMAP": _ci(m.privacy_cmap, m.privacy_cmap_ci)}
         if against:
             was = other.get(e.name)
