@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -92,7 +93,7 @@ class Entry:
         s = self.record.submission
         return s.format == "baseline" and s.name in RECIPES
 
-    @property
+    @cached_property  # the row, its badge and the entry page each read it
     def recipe_changes(self) -> list[str] | None:
         """How the f_A recipe of a pabench-trained baseline's record differs from that
         baseline's current recipe (seed aside: replicas differ in it), one "key recorded ->
