@@ -148,9 +148,8 @@ class VitaRecipe(_Recipe):
     restart_every: int = Field(100, ge=1, description="re-initialise the attackers every N "
                                                       "minimax iterations")
     # th_B: with one step per iteration the attackers sat at chance on f_A's current output;
-    # 0.95 (the paper's multi-label value) won on held-out clips for vita and vita-kbeam, and
-    # as MPPAR's T2 for mppar
-    # (baselines/HISTORY.md)
+    # 0.95 (the paper's multi-label value) won on held-out clips for vita and vita-kbeam, and as
+    # MPPAR's T2 for mppar (baselines/HISTORY.md)
     budget_threshold: float | None = Field(
         0.95, gt=0, le=1, description="th_B of VITA's algorithms: every iteration an attacker "
         "keeps stepping, on fresh privacy batches, while its element-wise accuracy on the "
