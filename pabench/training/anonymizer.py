@@ -179,6 +179,9 @@ class VitaKBeamRecipe(VitaRecipe):
     budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS * 2, min_length=1,
                                            description="one frame model per beam (K entries)")
     gamma: float = Field(0.5, gt=0, description="weight of L_B in f_A's ascent step")
+    restart_every: int = Field(300, ge=1, description="re-initialise the beams every N "
+                               "iterations (300 beat 100 in every seed on held-out clips: "
+                               "baselines/HISTORY.md)")
     ascent_steps: int = Field(1, ge=1, description="d_iter of the paper's Algorithm 2: f_A "
                               "ascent steps per iteration against the beam picked at its "
                               "first, each on a fresh privacy batch")
