@@ -166,9 +166,11 @@ class VitaGRLRecipe(VitaRecipe):
     method: Literal["vita-grl"] = "vita-grl"  # type: ignore[assignment]
     steps: int = Field(600, ge=0, description="minimax iterations (600 beat 200 in every "
                                               "seed on held-out clips: baselines/HISTORY.md)")
-    gamma: float = Field(0.5, gt=0, description="weight of -L_B in f_A's loss")
+    gamma: float = Field(0.5, gt=0, description="weight of -L_B in f_A's loss (2.0 was not "
+                         "more private at every seed on held-out clips: baselines/HISTORY.md)")
     restart_every: int = Field(100, ge=1, description="re-initialise the attackers every N "
-                               "minimax iterations (VITA's; vita's 200 was checked for vita only)")
+                               "minimax iterations (VITA's; 300 was not more private at every "
+                               "seed on held-out clips: baselines/HISTORY.md)")
     budget_threshold: float | None = Field(None, gt=0, le=1, description="th_B (none: one "
                                            "attacker step per iteration; 0.95 was not more "
                                            "private at every seed on held-out clips: "
