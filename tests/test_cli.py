@@ -96,6 +96,21 @@ def test_progress_goes_to_stderr(capsys):
     assert captured.out == "" and "anonymize" in captured.err
 
 
+def test_progress_off_a_terminal_is_plain_lines_at_most_one_a_minute(capsys, monkeypatch):
+    """A log file (stderr is no terminal under pytest) gets a line per stage start, end, and
+    minute, not one per update nor only the final bars."""
+    from pabench.cli import progress
+
+    clock = iter([0.0, 1.0, 2.0, 61.0, 62.0, 63.0, 64.0])
+    monkeypatch.setattr(progress, "monotonic", lambda: next(clock))
+    with progress.progress_bar() as bar:  # the first reading is the start
+        for done in (1, 2, 3, 4, 4, 5):
+            bar("train", done, 4 if done < 5 else 5)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == ["train: 1/4 (1 s)", "train: 3/4 (61 s)", "train: 4/4 (62 s)",
+                     "train: 5/5 (64 s)"]
+
+
 @pytest.mark.parametrize("args, needle", [
     (["protocols", "show", "nvel"], "Did you mean 'novel'"),
     (["datasets", "build", "synth-pq", "--preset", "tiny"], "Did you mean 'synth-pa'"),
