@@ -96,6 +96,25 @@ def test_progress_goes_to_stderr(capsys):
     assert captured.out == "" and "anonymize" in captured.err
 
 
+def test_a_record_printed_to_a_log_file_keeps_names_and_numbers_whole(capsys, monkeypatch):
+    """Off a terminal Rich fits tables to 80 columns, cutting names and folding numbers: a log
+    file has no edge, so the tables print at their natural width."""
+    from pabench.cli.console import out
+    from pabench.cli.evaluate import print_record
+
+    monkeypatch.setattr(out, "width", 80)
+    record = read_record(ROOT / "leaderboard/results/pa-synth__tiny__known__v6__downsample-4x.json")
+    print_record(record)
+    printed = capsys.readouterr().out
+    rows = {a.arch: a for a in record.attackers}
+    for line in printed.splitlines():
+        arch = line.strip("│ ").split(" ")[0]
+        if arch in rows:
+            assert f"│ {rows.pop(arch).cmap:.1f} " in line, line
+    assert not rows  # every attacker's row, name and cMAP whole
+    assert out.width == 80  # put back for what prints next
+
+
 def test_progress_off_a_terminal_is_plain_lines_at_most_one_a_minute(capsys, monkeypatch):
     """A log file (stderr is no terminal under pytest) gets a line per stage start, end, and
     minute, not one per update nor only the final bars."""

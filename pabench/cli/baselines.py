@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from pabench.anonymizers import ANONYMIZERS, BuildContext
-from pabench.cli.console import cell, out, print_json
+from pabench.cli.console import cell, out, print_json, print_table
 from pabench.cli.usage import checking_arguments
 from pabench.data.synth import resolve_preset
 from pabench.runtime import check_device
@@ -39,7 +39,7 @@ def list_(
     table = Table("name", "family", "description")
     for spec in specs:
         table.add_row(cell(spec.name), cell(spec.family), cell(spec.description))
-    out.print(table)
+    print_table(table)
 
 
 @app.command()

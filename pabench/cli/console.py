@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 from pabench.runtime import printable
@@ -25,6 +25,20 @@ err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap
 def clean(text: object) -> str:
     """`text` as it may reach the terminal (see `runtime.printable`)."""
     return printable(text)
+
+
+def print_table(table: RenderableType) -> None:
+    """A table on stdout; where stdout is no terminal (a log file, a batch job's output) at its
+    natural width, since Rich would otherwise fit it to 80 columns and cut names and numbers."""
+    if out.is_terminal:
+        out.print(table)
+        return
+    width = out.width
+    out.width = max(width, out.measure(table, options=out.options.update_width(10_000)).maximum)
+    try:
+        out.print(table)
+    finally:
+        out.width = width
 
 
 def print_json(data: object) -> None:

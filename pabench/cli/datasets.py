@@ -18,7 +18,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pabench.cli.console import cell, clean, err, out, print_json
+from pabench.cli.console import cell, clean, err, out, print_json, print_table
 from pabench.cli.progress import progress_bar
 from pabench.cli.usage import UsageError, checking_arguments
 from pabench.data.registry import BENCHMARKS, DATASETS, DatasetSpec
@@ -51,7 +51,7 @@ def list_(json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = Fa
     table = Table("name", "kind", "role", "licence")
     for spec in specs:
         table.add_row(cell(spec.name), cell(_kind(spec)), cell(spec.role), cell(spec.license))
-    out.print(table)
+    print_table(table)
 
 
 @app.command()

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pabench.cli.console import cell, clean, err, out, print_json
+from pabench.cli.console import cell, clean, err, out, print_json, print_table
 from pabench.cli.progress import progress_bar
 from pabench.cli.usage import checking_arguments
 from pabench.errors import PabenchError
@@ -52,7 +52,7 @@ def print_record(record: Record) -> None:
     if raw is not None:
         table.add_row("relative drop", _fmt(m.action_drop, True), _fmt(m.privacy_drop, True),
                       "", "", "")
-    out.print(table)
+    print_table(table)
     attrs = sorted(record.attackers[0].per_attribute)
     att = Table("attacker", "cMAP", "raw cMAP", "F1", "best epochs", *[clean(a) for a in attrs])
     for a in record.attackers:
@@ -61,7 +61,7 @@ def print_record(record: Record) -> None:
         att.add_row(cell(a.arch) + weak, f"{a.cmap:.1f}",
                     _fmt(a.raw_cmap) if a.raw_cmap is not None else "-", f"{a.f1:.1f}", best,
                     *[f"{a.per_attribute[k]['ap']:.1f}" for k in attrs])
-    out.print(att)
+    print_table(att)
     if record.submission.replicas:
         out.print(f"training seeds: {_training_seeds(record)} (seed k's models scored replica k)")
     if record.consistency is not None:
@@ -196,7 +196,7 @@ def list_protocols(
         table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
                       cell(p.target), cell(", ".join(p.attackers)),
                       "centred" if p.standardize else "as is")
-    out.print(table)
+    print_table(table)
 
 
 @protocols_app.command("show")

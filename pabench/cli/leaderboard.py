@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from pabench.cli.console import cell, clean, out
+from pabench.cli.console import cell, clean, out, print_table
 
 app = typer.Typer(help="Build and serve the static leaderboard site.", no_args_is_help=True)
 
@@ -110,7 +110,7 @@ def show(
     grid.columns[list(rows[0]).index("entry")].no_wrap = True  # and keeps entry names whole
     for r in rows:
         grid.add_row(*(cell(v) for v in r.values()))
-    out.print(grid)
+    print_table(grid)
 
 
 @app.command("import-reported")
