@@ -8,7 +8,7 @@ from time import monotonic
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from pabench.cli.console import clean, err
+from pabench.cli.console import cell, err
 
 LINE_EVERY = 60.0  # seconds between two plain progress lines of one stage
 
@@ -28,7 +28,7 @@ def _lines() -> Callable[[str, int, int], None]:
             if done == shown or (done < total and now - when < LINE_EVERY):
                 return
         last[stage] = now, done
-        err.print(f"{clean(stage)}: {done}/{total} ({now - start:.0f} s)")
+        err.print(cell(f"{stage}: {done}/{total} ({now - start:.0f} s)"))
 
     return update
 
