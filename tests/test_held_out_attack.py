@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 
+import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
@@ -80,3 +81,74 @@ def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
     assert saved["cmap"] == max(saved["per_model"].values()) == saved["per_model"][saved["model"]]
     assert 0 <= saved["cmap"] <= 100 and saved["traces"]
     assert "held-out attackers (tiny-dense2d " in r.output and "worst cMAP" in r.output
+
+
+def test_selection_exports_the_most_private_kept_f_a_that_keeps_action(monkeypatch):
+    """Probe readings stand in for fresh attackers (the weights carry which snapshot they
+    are): a snapshot below the top-1 floor is not probed however private, the lowest reading
+    wins, a tie goes to the later one, and the net ends up holding the winner's weights."""
+    net = torch.nn.Linear(1, 1, bias=False)
+    readings = {1: 80.0, 2: 50.0, 3: 70.0, 4: 70.0, 5: 75.0}
+    seen = []
+
+    def probe(anonymize, preset, *, seed, **kw):
+        seen.append(seed)
+        return held_out.HeldOutAttack("m", "known@6", readings[int(anonymize.weight.item())],
+                                      1, 1, 1, 1, seed, [], {})
+
+    monkeypatch.setattr(held_out, "held_out_attack", probe)
+    snaps = [{"step": 10 * k, "val_top1": top1, "weights": {"weight": torch.full((1, 1), k)}}
+             for k, top1 in [(0, 98.0), (1, 98.0), (2, 90.0), (3, 94.0), (4, 100.0), (5, 93.0)]]
+    rows = held_out.select_snapshot(net, snaps, "tiny", seed=2)
+    assert [r["step"] for r in rows] == [10, 20, 30, 40, 50]
+    assert np.isnan(rows[1]["cmap"]) and [r["cmap"] for r in rows if r["step"] != 20] == [
+        80.0, 70.0, 70.0, 75.0]  # step 20 (top-1 90 < 98 - 5) is never probed
+    assert [r["chosen"] for r in rows] == [0, 0, 0, 1, 0] and net.weight.item() == 4
+    assert set(seen) == {2 + held_out.SELECT_SEED_OFFSET}  # not the clips a check reads
+    low = [{**s, "val_top1": 10.0} if s["step"] else s for s in snaps]
+    rows = held_out.select_snapshot(net, low, "tiny", seed=2)  # none keeps action: the last
+    assert [r["chosen"] for r in rows] == [0, 0, 0, 0, 1] and net.weight.item() == 5
+
+
+def test_a_recipe_selects_only_when_asked_and_only_on_pa_synth(tmp_path):
+    """Without `select_every` a recipe dumps as before the field (digests, caches and the
+    recipes records name stay put); a real-data training refuses it."""
+    from pabench.anonymizers.learned_baselines import train_and_export
+    from pabench.errors import PabenchError
+    from pabench.training.anonymizer import RECIPES, default_recipe
+
+    for method in RECIPES:
+        assert "select_every" not in default_recipe(method).model_dump_json(), method
+    chosen = RECIPES["vita"](select_every=50)
+    assert chosen.model_dump()["select_every"] == 50
+    recipe = tmp_path / "r.json"
+    recipe.write_text(json.dumps({"select_every": 5}))
+    with pytest.raises(PabenchError, match="select_every"):
+        train_and_export("vita", tmp_path / "o.pt2", data_dir=tmp_path / "none",
+                         recipe=recipe)
+
+
+def test_train_baseline_exports_the_selected_f_a(tmp_path, monkeypatch):
+    """Through the CLI on a micro VITA recipe that keeps f_A every iteration, probed by
+    attackers of two epochs: every kept f_A is listed, one exported, and a second run reuses
+    the cache with the same selection."""
+    monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
+    monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
+    monkeypatch.setattr(held_out, "held_out_attack",
+                        functools.partial(held_out_attack, schedule=_shortened(2)))
+    monkeypatch.setattr(held_out, "SELECT_TOP1_DROP", 100.0)  # a micro f_T is no judge
+    micro = tmp_path / "micro.json"
+    micro.write_text(json.dumps({"clips": 16, "batch": 4, "width": 4, "identity_steps": 5,
+                                 "target_steps": 5, "steps": 3, "budget_steps": 2,
+                                 "budget_clips": 8, "select_every": 1}))
+    out = tmp_path / "m.pt2"
+    args = ["train-baseline", "vita", "--preset", "tiny", "--recipe", str(micro), "--out",
+            str(out)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0, first.output
+    line = next(s for s in first.output.splitlines() if s.startswith("kept f_A"))
+    assert line.count("step ") == 3 and line.count("<- exported") == 1 and "cMAP" in line
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 0 and "reused" in again.output
+    assert line in again.output.splitlines()

@@ -125,7 +125,8 @@ def load_or_train(method: str, source: TrainingSource | str, *,
         net = AnonymizerUNet(spec.width)
         net.load_state_dict(payload["weights"])
         return TrainResult(net.eval(), payload["losses"], cached=True,
-                           curves=payload.get("curves", []), trained_on=payload.get("trained_on"))
+                           curves=payload.get("curves", []), trained_on=payload.get("trained_on"),
+                           selection=payload.get("selection", []))
 
     def train() -> TrainResult:
         result = train_anonymizer(spec, source, device=device, progress=progress, log=log,
@@ -138,7 +139,8 @@ def load_or_train(method: str, source: TrainingSource | str, *,
     result = cached(
         path, restore=restore, train=train,
         state=lambda result: {"weights": result.net.state_dict(), "losses": result.losses,
-                              "curves": result.curves, "trained_on": result.trained_on},
+                              "curves": result.curves, "trained_on": result.trained_on,
+                              "selection": result.selection},
         what=f"baseline '{method}' for {'real data' if source.real else 'pa-synth'} "
              f"{source.key}",
     )

@@ -52,7 +52,15 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 from torch import nn
 
 from pabench.anonymizers.learned import GROUPS, AnonymizerUNet
@@ -72,6 +80,7 @@ from pabench.runtime import (
 from pabench.training import autocast_dtype
 from pabench.training.attackers import TRAINING_ONLY
 from pabench.training.curves import Curves
+from pabench.training.held_out import select_snapshot
 from pabench.training.pools import Batches, ClipPool, TrainingSource, as_tensor, synth_source
 
 Log = Callable[[str, dict[str, float]], None]
@@ -102,6 +111,19 @@ class _Recipe(BaseModel):
     target_lr: float = 2e-3
     steps: int = Field(300, ge=0, description="minimax iterations")
     anonymizer_lr: float = 1e-3
+    select_every: int | None = Field(
+        None, ge=1, description="pa-synth: keep f_A every N minimax iterations and at the end, "
+        "and export the one a fresh held-out attacker finds most private among those keeping "
+        "action (`pabench.training.held_out.select_snapshot`); none: the last")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_selection(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """A recipe without selection dumps as before the field existed, so its digest, its
+        cache and the recipes its records name stay what they were."""
+        data = handler(self)
+        if self.select_every is None:
+            data.pop("select_every", None)
+        return data
 
 
 class SPActRecipe(_Recipe):
@@ -281,6 +303,9 @@ def load_recipe(path: Path, method: str, real: bool = False) -> AnyRecipe:
         raise validation_error(f"recipe {path}", e, skip=1) from None
     if recipe.method != method:
         raise PabenchError(f"recipe {path}: is a '{recipe.method}' recipe, not '{method}'")
+    if real and recipe.select_every is not None:
+        raise PabenchError(f"recipe {path}: select_every probes pa-synth's held-out clips; a "
+                           "real-data training cannot select (remove it)")
     _check_models(path, recipe)
     return recipe
 
@@ -310,6 +335,7 @@ class TrainResult:
     curves: list[dict[str, float]] = field(default_factory=list)  # `Curves` rows, if measured
     trained_on: dict[str, str] | None = None  # `hardware_info` of the training (None: cached
     # before caches kept it)
+    selection: list[dict[str, float]] = field(default_factory=list)  # `select_snapshot` rows
 
 
 def _take_frames(video: torch.Tensor, picks: torch.Tensor) -> torch.Tensor:
@@ -971,6 +997,7 @@ class _Run:
         self.done = 0  # phases completed
         self.minimax = _Stage("minimax", recipe.steps, progress)
         self.losses: dict[str, dict[str, float]] = {}
+        self.snapshots: list[dict] = []  # with `select_every`: f_A kept for the selection
 
     @property
     def epoch(self) -> int:
@@ -1016,12 +1043,26 @@ class _Run:
         return torch.autocast(torch.device(self.device).type, self.amp,
                               enabled=self.amp is not None, cache_enabled=False)
 
+    def keep(self, val: tuple[ClipPool, ClipPool | None]) -> None:
+        """Keep f_A's weights now, with their held-out top-1 (on every rank: the selection's
+        probes train under DDP)."""
+        self.snapshots.append({"step": self.minimax.done,
+                               "val_top1": self.measure(val)["val_top1"],
+                               "weights": {k: v.detach().cpu().clone()
+                                           for k, v in self.nets.fa.state_dict().items()}})
+
     def finish(self, log: Log | None = None,
                rows: list[dict[str, float]] | None = None) -> TrainResult:
         _sync_buffers(self.nets.ft, *self.privacy.models())
         for stage in (*self.privacy.finished(), self.minimax):
             self._finish(stage, log)
-        return TrainResult(self.nets.fa.cpu().eval(), self.losses, curves=rows or [])
+        selection = []
+        if len(self.snapshots) > 1:  # the first is the reference, before the minimax
+            selection = select_snapshot(self.nets.fa, self.snapshots, self.source.preset,
+                                        seed=self.recipe.seed, device=self.device,
+                                        progress=self.progress)
+        return TrainResult(self.nets.fa.cpu().eval(), self.losses, curves=rows or [],
+                           selection=selection)
 
     def _anonymized(self, pool: ClipPool, chunk: int) -> tuple[torch.Tensor, torch.Tensor]:
         """A held-out pool's clips (middle frames) and f_A's output on them."""
@@ -1056,6 +1097,7 @@ class _Run:
             "opt_a": self.nets.opt_a.state_dict(), "opt_t": self.nets.opt_t.state_dict(),
             "privacy": self.privacy.state_dict(), "minimax": self.minimax.state(),
             "losses": self.losses, "batches": self.batches.rng.bit_generator.state,
+            "snapshots": self.snapshots,
             "torch_rng": torch.get_rng_state(),
         }
         if self.device.startswith("cuda"):
@@ -1075,6 +1117,7 @@ class _Run:
         self.privacy.load_state_dict(state["privacy"])
         self.minimax.load(state["minimax"])
         self.losses = state["losses"]
+        self.snapshots = state.get("snapshots", [])
         self.batches.rng.bit_generator.state = state["batches"]
         torch.set_rng_state(state["torch_rng"])  # last: rebuilding attackers reseeds
         if "cuda_rng" in state:
@@ -1093,8 +1136,14 @@ def train_anonymizer(recipe: AnyRecipe, source: TrainingSource | str, *, device:
     With `curves`, rank 0 adds a row of losses and held-out measures (`eval_clips` clips of the
     namespace's "val" split) after the pretraining and every `eval_every` minimax iterations.
     With `checkpoint`, rank 0 saves the run after each pretraining stage and every epoch;
-    `resume` continues from that file when it exists (every rank reads it)."""
+    `resume` continues from that file when it exists (every rank reads it). With the recipe's
+    `select_every`, f_A is kept before the minimax, every `select_every` iterations and at the
+    end, and the result is the kept one `select_snapshot` picks."""
     source = synth_source(source) if isinstance(source, str) else source
+    select = recipe.select_every
+    if select is not None and source.real:
+        raise PabenchError("recipe: select_every probes pa-synth's held-out clips; a real-data "
+                           "training cannot select (remove it)")
     run = _Run(recipe, source, device, progress, amp)
     if checkpoint is not None and resume and checkpoint.is_file():
         try:
@@ -1107,6 +1156,7 @@ def train_anonymizer(recipe: AnyRecipe, source: TrainingSource | str, *, device:
             curves.restore(state.get("rows", []))
     rank0 = is_rank0()
     val = source.held_out(eval_clips, recipe.seed) if curves and rank0 else None
+    kept = source.held_out(eval_clips, recipe.seed) if select is not None else None
 
     def save() -> None:
         if checkpoint is not None and rank0:
@@ -1122,12 +1172,17 @@ def train_anonymizer(recipe: AnyRecipe, source: TrainingSource | str, *, device:
         def after() -> None:
             if run.done == len(PHASES) - 1:
                 observe()
+                if kept is not None:
+                    run.keep(kept)
             save()
         run.pretrain(log, after)
 
     def every(done: int) -> None:
         if done % eval_every == 0 or done == recipe.steps:
             observe()
+        if kept is not None and select is not None and (done % select == 0
+                                                        or done == recipe.steps):
+            run.keep(kept)
         if done % run.epoch == 0 and done < recipe.steps:
             save()
 

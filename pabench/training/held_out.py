@@ -12,6 +12,11 @@ clips of it. From v5 on, whose attackers include one reading each frame standard
 statistics, the same architecture does so too and the measure is the worse of the two: spact's
 seed-2 f_A, which left every v4 attacker near chance, reads 49.9 on `tiny-dense2d` alone and
 74.5 on its twin (baselines/HISTORY.md).
+
+The same measure, on clips of another seed, picks which of a run's kept f_A a recipe with
+`select_every` exports (`select_snapshot`): a minimax's fresh-attacker privacy moves by several
+points along one run (session 63's vita, seeds 0 and 1: 74.4 and 83.3 after 200 iterations,
+79.2 and 76.8 after 600 of the same runs; baselines/HISTORY.md).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import nn
 
 from pabench.data.clipset import as_frames
 from pabench.data.synth import KNOWN_ATTRIBUTES, get_preset
@@ -33,6 +39,8 @@ from pabench.training.attackers import HELD_OUT_ATTACKER, HELD_OUT_FRAMESTD
 from pabench.training.pools import as_tensor, render_pool
 
 TRAIN_CLIPS, TEST_CLIPS = 720, 200  # the size of pa-synth's privacy train and test splits
+SELECT_SEED_OFFSET = 1000  # selection probes draw other clips than any check's seed 0-999
+SELECT_TOP1_DROP = 5.0  # a kept f_A competes if its held-out top-1 is within this of step 0's
 
 
 @dataclass(frozen=True)
@@ -62,14 +70,14 @@ def held_out_attackers(known: ProtocolSpec) -> tuple[str, ...]:
 def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: str, *,
                     seed: int = 0, train_clips: int | None = None,
                     test_clips: int | None = None, device: str = "cpu", batch: int = 32,
-                    schedule: Schedule | None = None,
-                    progress: Progress | None = None) -> HeldOutAttack:
+                    schedule: Schedule | None = None, progress: Progress | None = None,
+                    stage: str = "held-out attacker") -> HeldOutAttack:
     """cMAP of fresh `held_out_attackers` (the worse) trained on `anonymize`'s output of
     `train_clips` held-out clips (the training namespace's `val` split, `seed`'s draw; by
     default as many as pa-synth's privacy train split has) and tested on `test_clips` others
     (as many as its test split); `anonymize` maps float [B, 3, T, H, W] in [0, 1] to the same
     shape. `schedule` replaces the protocol's attacker schedule (a shorter budget for a quick
-    look; a recipe check keeps the protocol's)."""
+    look; a recipe check keeps the protocol's); `stage` names the attackers' progress bars."""
     train_clips, test_clips = train_clips or TRAIN_CLIPS, test_clips or TEST_CLIPS
     p, known = get_preset(preset), NEXT.get("known", get_protocol("known"))
     pool = render_pool(preset, train_clips + test_clips, seed, split="val")
@@ -88,7 +96,7 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
                        augment=known.augment, seed=seed, device=device,
                        standardize=known.standardize)
         net, traces = fit(spec, out[:train_clips], labels[:train_clips], progress=progress,
-                          stage=f"held-out attacker {model}")
+                          stage=f"{stage} {model}")
         probs = predict(net, spec, out[train_clips:])
         cmap = privacy_scores(probs, labels[train_clips:], list(KNOWN_ATTRIBUTES)).cmap
         results.append((cmap, model, traces))
@@ -97,3 +105,30 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     return HeldOutAttack(model, f"{known.id}@{known.version}", cmap, chosen.best_epoch,
                          len(chosen.val_loss), train_clips, test_clips, seed, traces,
                          {m: c for c, m, _ in results})
+
+
+def select_snapshot(net: nn.Module, snapshots: list[dict], preset: str, *, seed: int,
+                    device: str = "cpu", progress: Progress | None = None
+                    ) -> list[dict[str, float]]:
+    """Load into `net` the kept f_A that fresh `held_out_attack`ers of seed `seed` +
+    SELECT_SEED_OFFSET find most private (the later on a tie), among those whose held-out
+    top-1 is within SELECT_TOP1_DROP of the first snapshot's (f_A before the minimax, the
+    reference only); the last when none is. `snapshots`: {"step", "val_top1", "weights"}
+    each. Returns one row per candidate: step, val_top1, cmap (NaN: not probed), chosen."""
+    floor = snapshots[0]["val_top1"] - SELECT_TOP1_DROP
+    rows = []
+    for snap in snapshots[1:]:
+        cmap = float("nan")
+        if snap["val_top1"] >= floor:
+            net.load_state_dict(snap["weights"])
+            cmap = held_out_attack(net.eval(), preset, seed=seed + SELECT_SEED_OFFSET,
+                                   device=device, progress=progress,
+                                   stage=f"selection probe, step {snap['step']}:").cmap
+        rows.append({"step": float(snap["step"]), "val_top1": float(snap["val_top1"]),
+                     "cmap": cmap})
+    probed = [i for i, r in enumerate(rows) if not np.isnan(r["cmap"])]
+    pick = (min(probed, key=lambda i: (rows[i]["cmap"], -i)) if probed else len(rows) - 1)
+    for i, row in enumerate(rows):
+        row["chosen"] = float(i == pick)
+    net.load_state_dict(snapshots[1 + pick]["weights"])
+    return rows
