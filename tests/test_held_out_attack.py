@@ -152,3 +152,37 @@ def test_train_baseline_exports_the_selected_f_a(tmp_path, monkeypatch):
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0 and "reused" in again.output
     assert line in again.output.splitlines()
+
+
+@pytest.mark.slow
+def test_a_run_stopped_while_probing_resumes_to_the_same_selection(tmp_path, monkeypatch):
+    """The kept f_A travel in the checkpoint: a run stopped after training, during the probes,
+    and resumed from its last epoch checkpoint selects as an uninterrupted one does."""
+    from pabench.training.anonymizer import RECIPES, train_anonymizer
+
+    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
+    monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
+    monkeypatch.setattr(held_out, "held_out_attack",
+                        functools.partial(held_out_attack, schedule=_shortened(2)))
+    monkeypatch.setattr(held_out, "SELECT_TOP1_DROP", 100.0)
+    recipe = RECIPES["vita"](clips=16, batch=4, width=4, identity_steps=2, target_steps=2,
+                             steps=6, budget_steps=2, budget_clips=8, select_every=3)
+    whole = train_anonymizer(recipe, "tiny")  # an epoch is 4 iterations: saved at 4
+    ckpt = tmp_path / "run.ckpt"
+    real_select = held_out.select_snapshot
+
+    def stopped(*args, **kw):
+        raise KeyboardInterrupt
+
+    from pabench.training import anonymizer
+    monkeypatch.setattr(anonymizer, "select_snapshot", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        train_anonymizer(recipe, "tiny", checkpoint=ckpt)
+    assert [s["step"] for s in torch.load(ckpt, weights_only=True)["snapshots"]] == [0, 3]
+    monkeypatch.setattr(anonymizer, "select_snapshot", real_select)
+    resumed = train_anonymizer(recipe, "tiny", checkpoint=ckpt, resume=True)
+    assert [r["step"] for r in resumed.selection] == [3, 6]
+    assert resumed.selection == whole.selection and sum(r["chosen"] for r in whole.selection) == 1
+    for a, b in zip(resumed.net.state_dict().values(), whole.net.state_dict().values(),
+                    strict=True):
+        assert torch.equal(a, b)
