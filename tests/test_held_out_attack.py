@@ -1,4 +1,5 @@
-"""The held-out fresh attacker that learned recipes are tuned on (`pabench.training.held_out`)."""
+"""The held-out fresh attacker that learned recipes are tuned on, and the f_A selection by it
+(`pabench.training.held_out`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from pabench.anonymizers.learned_baselines import train_and_export
 from pabench.cli import app
+from pabench.errors import PabenchError
 from pabench.protocols import NEXT, PROTOCOLS, Schedule, get_protocol
-from pabench.training import held_out
+from pabench.training import anonymizer, held_out
+from pabench.training.anonymizer import RECIPES, default_recipe, train_anonymizer
 from pabench.training.attackers import HELD_OUT_ATTACKER, TRAINING_ONLY
 from pabench.training.held_out import held_out_attack, held_out_attackers
 
@@ -83,6 +87,17 @@ def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
     assert "held-out attackers (tiny-dense2d " in r.output and "worst cMAP" in r.output
 
 
+@pytest.fixture
+def quick_probes(monkeypatch):
+    """Selection probes of 32 + 24 clips and two epochs, every kept f_A probed (a micro f_T
+    is no judge of action)."""
+    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
+    monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
+    monkeypatch.setattr(held_out, "held_out_attack",
+                        functools.partial(held_out_attack, schedule=_shortened(2)))
+    monkeypatch.setattr(held_out, "SELECT_TOP1_DROP", 100.0)
+
+
 def test_selection_exports_the_most_private_kept_f_a_that_keeps_action(monkeypatch):
     """Probe readings stand in for fresh attackers (the weights carry which snapshot they
     are): a snapshot below the top-1 floor is not probed however private, the lowest reading
@@ -113,10 +128,6 @@ def test_selection_exports_the_most_private_kept_f_a_that_keeps_action(monkeypat
 def test_a_recipe_selects_only_when_asked_and_only_on_pa_synth(tmp_path):
     """Without `select_every` a recipe dumps as before the field (digests, caches and the
     recipes records name stay put); a real-data training refuses it."""
-    from pabench.anonymizers.learned_baselines import train_and_export
-    from pabench.errors import PabenchError
-    from pabench.training.anonymizer import RECIPES, default_recipe
-
     for method in RECIPES:
         assert "select_every" not in default_recipe(method).model_dump_json(), method
     chosen = RECIPES["vita"](select_every=50)
@@ -128,16 +139,11 @@ def test_a_recipe_selects_only_when_asked_and_only_on_pa_synth(tmp_path):
                          recipe=recipe)
 
 
-def test_train_baseline_exports_the_selected_f_a(tmp_path, monkeypatch):
+def test_train_baseline_exports_the_selected_f_a(tmp_path, monkeypatch, quick_probes):
     """Through the CLI on a micro VITA recipe that keeps f_A every iteration, probed by
     attackers of two epochs: every kept f_A is listed, one exported, and a second run reuses
     the cache with the same selection."""
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
-    monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
-    monkeypatch.setattr(held_out, "held_out_attack",
-                        functools.partial(held_out_attack, schedule=_shortened(2)))
-    monkeypatch.setattr(held_out, "SELECT_TOP1_DROP", 100.0)  # a micro f_T is no judge
     micro = tmp_path / "micro.json"
     micro.write_text(json.dumps({"clips": 16, "batch": 4, "width": 4, "identity_steps": 5,
                                  "target_steps": 5, "steps": 3, "budget_steps": 2,
@@ -155,31 +161,23 @@ def test_train_baseline_exports_the_selected_f_a(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_a_run_stopped_while_probing_resumes_to_the_same_selection(tmp_path, monkeypatch):
+def test_a_run_stopped_while_probing_resumes_to_the_same_selection(tmp_path, monkeypatch,
+                                                                   quick_probes):
     """The kept f_A travel in the checkpoint: a run stopped after training, during the probes,
     and resumed from its last epoch checkpoint selects as an uninterrupted one does."""
-    from pabench.training.anonymizer import RECIPES, train_anonymizer
-
-    monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)
-    monkeypatch.setattr(held_out, "TEST_CLIPS", 24)
-    monkeypatch.setattr(held_out, "held_out_attack",
-                        functools.partial(held_out_attack, schedule=_shortened(2)))
-    monkeypatch.setattr(held_out, "SELECT_TOP1_DROP", 100.0)
     recipe = RECIPES["vita"](clips=16, batch=4, width=4, identity_steps=2, target_steps=2,
                              steps=6, budget_steps=2, budget_clips=8, select_every=3)
     whole = train_anonymizer(recipe, "tiny")  # an epoch is 4 iterations: saved at 4
     ckpt = tmp_path / "run.ckpt"
-    real_select = held_out.select_snapshot
 
     def stopped(*args, **kw):
         raise KeyboardInterrupt
 
-    from pabench.training import anonymizer
     monkeypatch.setattr(anonymizer, "select_snapshot", stopped)
     with pytest.raises(KeyboardInterrupt):
         train_anonymizer(recipe, "tiny", checkpoint=ckpt)
     assert [s["step"] for s in torch.load(ckpt, weights_only=True)["snapshots"]] == [0, 3]
-    monkeypatch.setattr(anonymizer, "select_snapshot", real_select)
+    monkeypatch.setattr(anonymizer, "select_snapshot", held_out.select_snapshot)
     resumed = train_anonymizer(recipe, "tiny", checkpoint=ckpt, resume=True)
     assert [r["step"] for r in resumed.selection] == [3, 6]
     assert resumed.selection == whole.selection and sum(r["chosen"] for r in whole.selection) == 1
