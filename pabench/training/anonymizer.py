@@ -113,7 +113,7 @@ class _Recipe(BaseModel):
     anonymizer_lr: float = 1e-3
     select_every: int | None = Field(
         None, ge=1, description="pa-synth: keep f_A every N minimax iterations and at the end, "
-        "and export the one a fresh held-out attacker finds most private among those keeping "
+        "and export the one fresh held-out attackers find most private among those keeping "
         "action (`pabench.training.held_out.select_snapshot`); none: the last")
 
     @model_serializer(mode="wrap")
