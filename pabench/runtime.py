@@ -214,8 +214,9 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 def check_name(name: str, source: object) -> str:
     """Refuse a name that could collide with another entry's file or look like another name."""
     if not re.fullmatch(NAME_PATTERN, name):
+        shown = repr(name[:64]) + ("..." if len(name) > 64 else "")
         raise PabenchError(
-            f"{source}: name {name!r} is not allowed: use 1-64 ASCII letters, digits, '.', '_' "
+            f"{source}: name {shown} is not allowed: use 1-64 ASCII letters, digits, '.', '_' "
             "or '-', starting with a letter or digit"
         )
     return name

@@ -16,7 +16,7 @@ from pabench.cli.evaluate import evaluate, protocols_app
 from pabench.cli.leaderboard import app as leaderboard_app
 from pabench.cli.train_baseline import train_baseline
 from pabench.cli.usage import exit_status
-from pabench.errors import PabenchError
+from pabench.errors import PabenchError, one_line
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(baselines_app, name="baselines")
@@ -49,5 +49,5 @@ def main() -> None:
     try:
         app()
     except PabenchError as e:
-        err.print(Text.assemble(("error: ", "bold red"), cell(e)))
+        err.print(Text.assemble(("error: ", "bold red"), cell(one_line(e))))
         sys.exit(exit_status(e))

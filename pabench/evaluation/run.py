@@ -3,13 +3,19 @@ the submission and of the raw reference -> an in-memory record (storing is `stor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import hashlib
+import json
+import logging
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import torch
+from filelock import FileLock, Timeout
 
 import pabench
 from pabench.anonymizers import BuildContext, get_anonymizer
@@ -35,8 +41,17 @@ from pabench.records import (
     SubmissionInfo,
     ValidationSummary,
 )
-from pabench.runtime import Progress, git_revision, hardware_info, init_distributed, pabench_home
+from pabench.runtime import (
+    Progress,
+    git_revision,
+    hardware_info,
+    init_distributed,
+    is_distributed,
+    pabench_home,
+)
 from pabench.submission import Submission, SubmissionMeta, from_module, load_submission, validate
+
+log = logging.getLogger(__name__)
 
 
 def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | None = None,
@@ -127,19 +142,64 @@ def early_best(max_epochs: int, metrics: Metrics, attackers: list[AttackerResult
 
 def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evaluation:
     """Score one submission under one protocol, next to the raw reference. Writes only caches
-    (under PABENCH_HOME); under torchrun every rank computes and rank 0 writes."""
+    (under PABENCH_HOME); under torchrun every rank computes and rank 0 writes.
+
+    The submission is loaded first, so that a refused file costs no data and no training; an
+    identical evaluation already running on this home is waited for, and its caches reused."""
     started = time.perf_counter()
     revision = git_revision()  # the code that runs, not whatever is checked out when it ends
     config = config.resolved()
     device = init_distributed(config.device)
-    workers, threads = workers_and_threads(config)
-    run = start_run(config, device, progress, threads)
     ctx = BuildContext(benchmark=config.benchmark, preset=config.preset, device=device,
                        cache_dir=pabench_home() / "models")
     t0 = time.perf_counter()
+    seeds = (config.seed,) if config.seed is not None else config.spec.seeds
     sub = (config.submission if isinstance(config.submission, Submission)
-           else resolve_submission(config.submission, ctx, config.meta_path, len(run.seeds),
+           else resolve_submission(config.submission, ctx, config.meta_path, len(seeds),
                                    config.replicas))
+    with _exclusive(config, sub):
+        return _compute(config, progress, sub, ctx, started, revision,
+                        time.perf_counter() - t0)
+
+
+def lock_path(config: EvaluationConfig, sub: Submission) -> Path:
+    """The lock of one evaluation on this home: submission hash(es), protocol, data, seed."""
+    key = json.dumps([sub.sha256, [r.sha256 for r in sub.replicas], config.spec.id,
+                      config.spec.version, config.benchmark, config.preset,
+                      str(config.data_dir), config.seed, config.test_seed])
+    return pabench_home() / "locks" / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.lock"
+
+
+@contextlib.contextmanager
+def _exclusive(config: EvaluationConfig, sub: Submission) -> Iterator[None]:
+    """Hold the evaluation's lock: a second identical run waits, then finds every model in the
+    caches. Under torchrun the ranks of one job must run together, so there it is not taken."""
+    if is_distributed():
+        yield
+        return
+    path = lock_path(config, sub)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(path)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.warning("an identical evaluation is running on %s; waiting for it, then reusing "
+                    "its work", pabench_home())
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _compute(config: EvaluationConfig, progress: Progress | None, sub: Submission,
+             ctx: BuildContext, started: float, revision: str, load_seconds: float
+             ) -> Evaluation:
+    device = ctx.device
+    workers, threads = workers_and_threads(config)
+    run = start_run(config, device, progress, threads)
+    run.timings["validate"] = load_seconds  # loading counts with validating, as it always has
+    t0 = time.perf_counter()
     if sub.replicas and len(sub.replicas) != len(run.seeds) - 1:
         raise PabenchError(f"submission {sub.name}: {len(sub.replicas)} replica(s) for "
                            f"{len(run.seeds)} evaluation seed(s); one per seed after the first")

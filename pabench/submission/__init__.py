@@ -10,12 +10,15 @@ Contract (quoted by the README):
 * ``forward`` takes float32 ``[B, 3, T, H, W]`` RGB in [0, 1] and returns the same shape in
   [0, 1]. Export with dynamic batch, T, H and W (``export_submission`` does) so that every
   protocol's clip spec fits; a program whose input spec cannot take the protocol's clips is refused.
-* Loading never executes Python code from the file. Before ``torch.export.load`` the archive is
-  checked for native code (AOTInductor/ExecuTorch payloads), pickled weights or objects and
-  symbolic-shape expressions that are more than sympy constructors (they are ``eval``-ed by the
-  deserializer); during it ``torch.load`` is forced to ``weights_only=True`` (sample inputs);
-  after it every graph node must call a torch operator, not an arbitrary Python callable.
-  TorchScript is loaded with ``torch.jit.load``, whose code is TorchScript, not Python.
+* Loading never executes Python code from the file (docs/submitting.md says what is promised).
+  The zip is checked before anything is inflated (size, member count, compression ratio) and
+  refused when ambiguous (a name twice, names differing in case, two roots, odd names); only
+  the members torch writes are admitted, pickled payloads and native code are refused, shape
+  expressions are parsed, never run, and only tensor operators are admitted in the graph.
+  torch then loads a fresh archive of exactly the checked bytes (`archive.Archive.repack`),
+  with pabench's own sample inputs in place of the submitted pickle. TorchScript code is
+  scanned for operators with effects (files, printing, other namespaces) before
+  `torch.jit.load`, which runs `__setstate__`.
 * An optional sidecar ``NAME.json`` next to ``NAME.pt2`` (or an explicit meta path) holds
   ``SubmissionMeta``: name, authors, paper_url, licence and ``training_data`` (datasets, action
   classes, attributes), used to check eligibility for the novel protocol.
@@ -23,13 +26,16 @@ Contract (quoted by the README):
   be 1-64 ASCII letters, digits, ``.``, ``_`` or ``-``, and may not be an in-repo baseline's.
 
 ``validate`` then checks the behaviour on the protocol's clip shape; every failure is a
-``PabenchError`` with one line naming the check. It measures seconds per clip (best of two
+``PabenchError`` with one line naming the check. Weights and constants count in the memory
+budget before any call, and a first one-clip call over the time budget stops it early. It
+measures seconds per clip (best of two
 batch calls / batch), peak memory of a one-clip call (CUDA: allocator peak over the baseline;
 CPU: peak bytes of live tensors the call creates), parameters and FLOPs of one clip
 (``FlopCounterMode``; None when it cannot count).
 
-Modules, one job each: ``meta`` (sidecar schema), ``safety`` (archive and graph checks),
-``load`` (files), ``baseline`` (in-repo modules), ``export``, ``validate`` (+ ``measure``).
+Modules, one job each: ``meta`` (sidecar schema), ``archive`` (the zip), ``safety`` (members and
+graph), ``shape_expr``, ``load`` (files), ``baseline`` (in-repo modules), ``export``,
+``validate`` (+ ``measure``).
 """
 
 from pabench.submission.baseline import from_module

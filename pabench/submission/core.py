@@ -61,6 +61,10 @@ class Submission:
     training seed's draw): the evaluation's k-th seed (k >= 1) trains and tests its models on
     `replicas[k - 1]`'s output, so f_A's training variance enters the score and its CI."""
 
+    weight_bytes: int | None = None
+    """Bytes of the weights and constants a loaded file holds (None: count the module's): they
+    count against the memory budget with the activations."""
+
     def for_seed(self, k: int) -> Submission:
         """The anonymizer behind the evaluation's k-th seed (counting from 0)."""
         return self if k == 0 or not self.replicas else self.replicas[k - 1]

@@ -1,10 +1,14 @@
-"""Loading a submission file: read once, check (`safety`), deserialize, name it."""
+"""Loading a submission file: read once, check (`archive`, `safety`), deserialize, name it."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import logging
+import re
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import sympy
@@ -14,13 +18,14 @@ from torch.export import ExportedProgram
 from pabench.anonymizers import ANONYMIZERS
 from pabench.errors import PabenchError
 from pabench.runtime import check_name
-from pabench.submission.core import JIT_DEPRECATION, InputSpec, Submission, fail
+from pabench.submission.archive import read_archive
+from pabench.submission.core import InputSpec, Submission, fail
 from pabench.submission.meta import SubmissionMeta, read_meta
 from pabench.submission.safety import (
     check_export_archive,
     check_graph,
+    check_torchscript_archive,
     detect_format,
-    members,
     weights_only_torch_load,
 )
 
@@ -60,41 +65,58 @@ def _input_spec(ep: ExportedProgram) -> InputSpec:
     return InputSpec(tuple(ranges))
 
 
+_WEIGHTS = re.compile(r"(data/weights/weight_|data/constants/tensor_|data/|constants/)[0-9]+")
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """torch logs tracebacks and warns while loading a bad file: pabench says one line."""
+    logger = logging.getLogger("torch")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _reason(e: BaseException) -> str:
+    """The first non-empty line of an exception, cut short: torch's messages run to pages."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
+
+
 def load_submission(path: Path, meta_path: Path | None = None, device: str = "cpu") -> Submission:
-    """Load an untrusted anonymizer file without executing Python code from it.
+    """Load an untrusted anonymizer file without executing Python code from it: torch reads
+    only a fresh archive of the members pabench has checked (`archive`, `safety`).
 
     The sidecar is `meta_path`, else `NAME.json` next to the file if present."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise fail(path, "file not found") from None
-    except OSError as e:
-        raise fail(path, f"cannot read ({e.strerror})") from None
-    names = members(path, data)
-    fmt = detect_format(path, set(names))
+    archive, data = read_archive(path)
+    fmt = detect_format(path, set(archive.files))
     sidecar = Path(meta_path) if meta_path is not None else path.with_suffix(".json")
     meta = read_meta(sidecar) if meta_path is not None or sidecar.is_file() else SubmissionMeta()
     name = submission_name(path, meta, sidecar)
     sha = hashlib.sha256(data).hexdigest()
+    weight_bytes = sum(len(b) for n, b in archive.files.items() if _WEIGHTS.fullmatch(n))
     if fmt == "torch.export":
-        check_export_archive(path, data, names)
+        checked = check_export_archive(path, archive)
         try:
-            with weights_only_torch_load(), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ep = torch.export.load(io.BytesIO(data))
+            with weights_only_torch_load(), _quiet():
+                ep = torch.export.load(io.BytesIO(checked))
         except Exception as e:  # the deserializer raises many types on a bad archive
-            problem = f"torch.export.load failed ({type(e).__name__}: {e})".splitlines()[0]
-            raise fail(path, problem) from None
+            raise fail(path, f"torch.export.load failed ({_reason(e)})") from None
         check_graph(path, ep)
         if device != "cpu":
             ep = torch.export.passes.move_to_device_pass(ep, device)
-        return Submission(name, path, sha, fmt, ep.module(), meta, _input_spec(ep))
+        return Submission(name, path, sha, fmt, ep.module(), meta, _input_spec(ep),
+                          weight_bytes=weight_bytes)
+    checked = check_torchscript_archive(path, archive)
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=JIT_DEPRECATION)
-            module = torch.jit.load(io.BytesIO(data), map_location=device)
+        with _quiet():
+            module = torch.jit.load(io.BytesIO(checked), map_location=device)
     except Exception as e:  # TorchScript raises RuntimeError subclasses with long C++ traces
-        problem = f"torch.jit.load failed ({type(e).__name__}: {e})".splitlines()[0]
-        raise fail(path, problem) from None
-    return Submission(name, path, sha, fmt, module.eval(), meta)
+        raise fail(path, f"torch.jit.load failed ({_reason(e)})") from None
+    return Submission(name, path, sha, fmt, module.eval(), meta, weight_bytes=weight_bytes)
