@@ -1,7 +1,7 @@
 """Decoding speed: ffmpeg's own decoder threads against one thread per video, several videos at
 once. pabench keeps ffmpeg's default (`pabench.data.hub.decode_video`, 2 videos at once in
 `load_clipset`): on idle cores one thread per video bought nothing on pa-synth clips and cost
-HMDB51-sized videos about a fifth (benchmarks/README.md).
+HMDB51-sized videos about a fifth (docs/performance.md).
 
 Two corpora: pa-synth tiny's action train split (8 frames of 32x32, H.264 mp4) and N videos in
 HMDB51's layout (320x240 MPEG-4 avi, 2-10 s at 30 fps, `bench_real_scale.generate`). Every

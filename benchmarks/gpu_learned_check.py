@@ -1,4 +1,4 @@
-"""The learned baselines' GPU path in one run, for a session lent a GPU (CI has none): each
+"""The learned baselines' GPU path in one run, for a machine with a GPU (CI has none): each
 method's micro recipe through `pabench train-baseline --device cuda` on pa-synth tiny, the
 real-data path under torchrun on a generated corpus in the real builders' format, and the
 leaderboard SPAct recipe under bf16 autocast and in float32 on the same GPU, timed. Each

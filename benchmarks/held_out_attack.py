@@ -7,7 +7,7 @@ recipes are tuned on, for any `baseline:NAME` or submission file.
 Prints per anonymizer the worse attacker's cMAP on held-out clips of the learned baselines'
 training namespace (never a benchmark split), its best epoch and each attacker's cMAP. Run on
 the reference baselines, it shows whether the measure orders anonymizers as the evaluation does
-(benchmarks/README.md).
+(docs/baselines.md).
 """
 
 from __future__ import annotations

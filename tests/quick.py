@@ -1,6 +1,6 @@
 """The cut-down protocol and data the engine's tests run: they check wiring, caching and
 records, not scores, so one seed, frame models for the attacker and the action target (tiny2d
-costs a seventh of tiny3d a step: benchmarks/README.md's per-step table), two epochs and a
+costs a seventh of tiny3d a step: docs/performance.md's per-step table), two epochs and a
 quarter of pa-synth tiny's clips are enough."""
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 image, each channel scaled by the spread left, training shifts only the departure from that
 image, and a linear probe joins the attackers, so a fixed pattern hiding a one-grey-level
 signal (what the learned baselines output on pa-synth) does not blind them. How much that moves
-privacy is measured on held-out clips and in the v4 records (baselines/HISTORY.md). Protocol v5
-adds an attacker that reads each frame standardized by its own statistics first, so a grey
-level or contrast that differs between clips does not blind it either."""
+privacy is measured on held-out clips and in the v4 records (benchmarks/fixed_pattern.py).
+Protocol v5 adds an attacker that reads each frame standardized by its own statistics first, so
+a grey level or contrast that differs between clips does not blind it either."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ def test_a_frame_standardized_attacker_reads_a_signal_under_per_clip_grey_levels
     """Standardizing each frame keeps what an attacker reads: 2 grey levels in the top half
     under a fixed pattern whose grey level and contrast differ from clip to clip by far more
     (spact's seed-2 outputs in miniature; how much the view gains on them is measured on
-    held-out clips, baselines/HISTORY.md)."""
+    held-out clips, benchmarks/held_out_attack.py)."""
     videos, labels = _pattern_with_signal(200, seed=2)
     rng = np.random.default_rng(2)
     x = videos.astype(np.float64)

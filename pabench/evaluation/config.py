@@ -98,7 +98,7 @@ class EvaluationConfig:
 
 # pa-synth on a GPU: launch-bound models, so processes sharing the device fill it. 12 = one
 # wave of a side's models (3 seeds x target + 3 attackers); on an H100, 14 workers took a known
-# record from 70-84 s (8 workers) to 56 s (benchmarks/README.md).
+# record from 70-84 s (8 workers) to 56 s (docs/performance.md).
 GPU_WORKERS = 12
 
 

@@ -9,7 +9,7 @@ single-threaded run exactly.
 
 Workers are long-lived (`WorkerPool`): starting one (importing torch, torchvision and
 scikit-learn) takes 5-11 s on 2 CPU cores and initialising CUDA more, which a process per model
-paid for every one of an evaluation's 12-24 models (benchmarks/README.md). A worker is a
+paid for every one of an evaluation's 12-24 models (docs/performance.md). A worker is a
 fresh `python -P` running `serve` (so a user's script needs no `if __name__ == "__main__"`
 guard), fed our own pickles on a pipe.
 """

@@ -255,7 +255,7 @@ class LinearProbe(nn.Module):
     feature standardized (BatchNorm without affine parameters). Weak on raw clips, but nothing
     a fixed pattern does to the pixels' scale can blind it: the learned baselines' outputs
     left the convolutional attackers at chance while this probe read the attributes almost as
-    on raw clips (baselines/HISTORY.md, "Attackers blind to a fixed pattern")."""
+    on raw clips (`python benchmarks/fixed_pattern.py --method M --probe`)."""
 
     def __init__(self, num_classes: int, grid: int = 8) -> None:
         super().__init__()

@@ -56,7 +56,7 @@ class FitSpec:
 def autocast_dtype(amp: Amp, device: str) -> torch.dtype | None:
     """Autocast dtype: `auto` is bf16 on a GPU that has it (fp16 on older ones, which needs a
     GradScaler) and none on CPU, where bf16 is slower for these models on avx512_bf16 without
-    AMX (benchmarks/README.md); `bf16` on CPU exists so the GPU path is tested here."""
+    AMX (docs/performance.md); `bf16` on CPU exists so the GPU path is tested here."""
     if amp == "auto":
         if torch.device(device).type != "cuda":
             return None
@@ -314,7 +314,7 @@ class Standardized(nn.Module):
     ln 2) although a linear probe read the attributes almost as on raw clips. Scaling each
     channel alone does not help (the fixed pattern sets the spread), removing the mean image
     does; dividing each pixel by its own spread would too, but amplifies noise where raw clips
-    barely vary (baselines/HISTORY.md, "Attackers blind to a fixed pattern"). The statistics
+    barely vary (`python benchmarks/fixed_pattern.py --method M --stretch MODE`). The statistics
     are buffers, so cached weights carry them."""
 
     def __init__(self, model: nn.Module, size: int) -> None:
@@ -347,8 +347,8 @@ class FrameStandardized:
     v5's extra attacker (`ModelSpec.frame_standardized`), ahead of v4's mean image. spact's
     seed-2 f_A gave each clip a grey level and contrast of its own; every v4 attacker stayed
     near chance on it while the same CNN on clips standardized first read the attributes
-    (baselines/HISTORY.md). Done on read, so a memory-mapped split is never copied; every index
-    keeps a frame's height, width and channels last."""
+    (`python benchmarks/held_out_attack.py`). Done on read, so a memory-mapped split is never
+    copied; every index keeps a frame's height, width and channels last."""
 
     def __init__(self, videos: np.ndarray) -> None:
         self.videos = videos

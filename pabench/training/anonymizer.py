@@ -136,7 +136,7 @@ class SPActRecipe(_Recipe):
     ssl_lr: float = 2e-3
     temperature: float = Field(0.1, gt=0)
     # 0.25, inside SPAct's (0, 1) range: chosen on held-out clips of the training namespace
-    # (baselines/HISTORY.md), where 1.0 fell below the held-out top-1 bar in two of three seeds
+    # (docs/baselines.md), where 1.0 fell below the held-out top-1 bar in two of three seeds
     omega: float = Field(0.25, gt=0, description="weight of -NT-Xent in f_A's loss")
 
     def attackers(self) -> tuple[str, ...]:
@@ -169,10 +169,10 @@ class VitaRecipe(_Recipe):
     gamma: float = Field(2.0, gt=0, description="weight of the privacy term in f_A's loss")
     restart_every: int = Field(200, ge=1, description="re-initialise the attackers every N "
                                "minimax iterations (200, no restart in 200 steps, beat 100 in "
-                               "every seed on held-out clips: baselines/HISTORY.md)")
+                               "every seed on held-out clips: docs/baselines.md)")
     # th_B: with one step per iteration the attackers sat at chance on f_A's current output;
     # 0.95 (the paper's multi-label value) won on held-out clips for vita and vita-kbeam, and as
-    # MPPAR's T2 for mppar (baselines/HISTORY.md)
+    # MPPAR's T2 for mppar (docs/baselines.md)
     budget_threshold: float | None = Field(
         0.95, gt=0, le=1, description="th_B of VITA's algorithms: every iteration an attacker "
         "keeps stepping, on fresh privacy batches, while its element-wise accuracy on the "
@@ -187,28 +187,28 @@ class VitaRecipe(_Recipe):
 class VitaGRLRecipe(VitaRecipe):
     method: Literal["vita-grl"] = "vita-grl"  # type: ignore[assignment]
     steps: int = Field(600, ge=0, description="minimax iterations (600 beat 200 in every "
-                                              "seed on held-out clips: baselines/HISTORY.md)")
+                                              "seed on held-out clips: docs/baselines.md)")
     gamma: float = Field(0.5, gt=0, description="weight of -L_B in f_A's loss (2.0 was not "
-                         "more private at every seed on held-out clips: baselines/HISTORY.md)")
+                         "more private at every seed on held-out clips: docs/baselines.md)")
     restart_every: int = Field(100, ge=1, description="re-initialise the attackers every N "
                                "minimax iterations (VITA's; 300 was not more private at every "
-                               "seed on held-out clips: baselines/HISTORY.md)")
+                               "seed on held-out clips: docs/baselines.md)")
     budget_threshold: float | None = Field(None, gt=0, le=1, description="th_B (none: one "
                                            "attacker step per iteration; 0.95 was not more "
                                            "private at every seed on held-out clips: "
-                                           "baselines/HISTORY.md)")
+                                           "docs/baselines.md)")
 
 
 class VitaKBeamRecipe(VitaRecipe):
     method: Literal["vita-kbeam"] = "vita-kbeam"  # type: ignore[assignment]
     steps: int = Field(600, ge=0, description="minimax iterations (600 beat 200 in every "
-                                              "seed on held-out clips: baselines/HISTORY.md)")
+                                              "seed on held-out clips: docs/baselines.md)")
     budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS * 2, min_length=1,
                                            description="one frame model per beam (K entries)")
     gamma: float = Field(0.5, gt=0, description="weight of L_B in f_A's ascent step")
     restart_every: int = Field(300, ge=1, description="re-initialise the beams every N "
                                "iterations (300 beat 100 in every seed on held-out clips: "
-                               "baselines/HISTORY.md)")
+                               "docs/baselines.md)")
     ascent_steps: int = Field(1, ge=1, description="d_iter of the paper's Algorithm 2: f_A "
                               "ascent steps per iteration against the beam picked at its "
                               "first, each on a fresh privacy batch")
@@ -222,7 +222,7 @@ class MPPARRecipe(VitaRecipe):
     steps: int = Field(900, ge=0, description="minimax iterations (attribute and model "
                                               "splits alternate; 600 beat 200, then with T2 "
                                               "900 beat 600, in every seed on held-out clips: "
-                                              "baselines/HISTORY.md)")
+                                              "docs/baselines.md)")
     budget_models: tuple[str, ...] = Field(TRAINING_ATTACKERS, min_length=2,
                                            description="f_train^P, split 60/40 each epoch")
     gamma: float = Field(0.5, gt=0, description="weight of -L_B in the loss L")
@@ -240,7 +240,7 @@ class MPPARRecipe(VitaRecipe):
                                            "Algorithm 1: every attack model keeps stepping "
                                            "while its accuracy is at most this (none: one "
                                            "step; 0.95 was more private at every seed on "
-                                           "held-out clips: baselines/HISTORY.md)")
+                                           "held-out clips: docs/baselines.md)")
 
 
 AnyRecipe = (SPActRecipe | PenaltyRecipe | VitaRecipe | VitaGRLRecipe | VitaKBeamRecipe

@@ -11,12 +11,12 @@ f_A's output of held-out clips of the training namespace, and is scored on other
 clips of it. From v5 on, whose attackers include one reading each frame standardized by its own
 statistics, the same architecture does so too and the measure is the worse of the two: spact's
 seed-2 f_A, which left every v4 attacker near chance, reads 49.9 on `tiny-dense2d` alone and
-74.5 on its twin (baselines/HISTORY.md).
+74.5 on its twin (`python benchmarks/held_out_attack.py`).
 
 The same measure, on clips of another seed, picks which of a run's kept f_A a recipe with
 `select_every` exports (`select_snapshot`): a minimax's fresh-attacker privacy moves by several
-points along one run (session 63's vita, seeds 0 and 1: 74.4 and 83.3 after 200 iterations,
-79.2 and 76.8 after 600 of the same runs; baselines/HISTORY.md).
+points along one run (vita's recipe run to 600 iterations, seeds 0 and 1: 74.4 and 83.3 after
+200 iterations, 79.2 and 76.8 after 600; docs/baselines.md).
 """
 
 from __future__ import annotations
