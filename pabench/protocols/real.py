@@ -21,9 +21,9 @@ REAL_V2 = dict(version=2, seeds=(0, 1, 2), attackers=REAL_ATTACKERS, schedule=RE
 
 REAL_V2_CHANGES = (
     SEEDS_CHANGE,
-    "Models train up to 100 epochs (at least 20) on a cosine schedule, keep the epoch of lowest "
-    "validation loss and retry at LR 3e-4 when it falls in the first tenth, the rule pa-synth v2 "
-    "took from its convergence measurements (benchmarks/convergence.md).",
+    "Models train up to 100 epochs (at least 20) on a cosine schedule, keep the epoch of "
+    "lowest validation loss and retry at LR 3e-4 when that epoch falls in the first tenth, the "
+    "rule pa-synth v2 took from its convergence measurements (benchmarks/convergence.md).",
     "r3d_18, a video (3D) attacker, joins the attackers, so privacy is also attacked by a model "
     "that sees clips rather than single frames.",
     WEAK_CHANGE,

@@ -44,16 +44,16 @@ V6_TEXT = (" Version 6: every attacker trains for its whole budget and keeps the
 
 FIRST_VERSION = ("First version: each model trains once (seed 0) at a constant learning rate, "
                  "stopped on its validation score.")
-SEEDS_CHANGE = ("Each model trains at three seeds, resampled with the test videos in one bootstrap, "
-                "so an interval covers training variance as well as test videos.")
+SEEDS_CHANGE = ("Each model trains at three seeds, resampled with the test videos in one "
+                "bootstrap, so an interval covers training variance as well as test videos.")
 WEAK_CHANGE = ("An attacker more than 15 cMAP points below the strongest on raw data is flagged "
                "weak, so a record shows which attackers count.")
 _V2_COMMON = (
     SEEDS_CHANGE,
-    "Models train 30 epochs (at least 15) on a cosine schedule, keep the epoch of lowest "
-    "validation loss and retry at LR 5e-4 when it falls in the first tenth, because v1's "
-    "constant LR stopped on a noisy validation score left attackers short of convergence "
-    "(benchmarks/convergence.md).",
+    "Models train up to 30 epochs (at least 15) on a cosine schedule, keep the epoch of lowest "
+    "validation loss and retry at LR 5e-4 when that epoch falls in the first tenth, where v1 "
+    "stopped a constant LR on a noisy validation score; the budget was measured on held-out raw "
+    "training data (benchmarks/convergence.md).",
     "The data move to pa-synth generator v2, because v1's second person gave away walking in "
     "single frames.",
     WEAK_CHANGE,
