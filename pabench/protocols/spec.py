@@ -147,6 +147,9 @@ class ProtocolVersions(Enum):
     `Release`, and `DEFAULT` the current one (an alias). A version above `DEFAULT` is being made
     entry by entry (the newest) or was superseded before it became current."""
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {self.spec.id}@{self.spec.version}>"
+
     @property
     def spec(self) -> ProtocolSpec:
         return self.value.spec

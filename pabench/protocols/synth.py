@@ -20,15 +20,16 @@ SYNTH_ATTACKER_SCHEDULE = Schedule(max_epochs=30, min_epochs=30, patience_fracti
 """v6's attackers: `SYNTH_SCHEDULE` over the whole budget, keeping the epoch of highest
 validation cMAP (of equal ones the latest)."""
 
-_V2_ON = dict(seeds=(0, 1, 2), schedule=SYNTH_SCHEDULE, data_version=2, strength_floor=15.0,
-              consistency_check=True)
+# what v2 set and every later version keeps
+_SINCE_V2 = dict(seeds=(0, 1, 2), schedule=SYNTH_SCHEDULE, data_version=2, strength_floor=15.0,
+                 consistency_check=True)
 SYNTH_V1 = dict(version=1, seeds=(0,), schedule=Schedule(), data_version=1)
-SYNTH_V2 = dict(version=2, **_V2_ON)
-SYNTH_V3 = dict(version=3, **_V2_ON)
-SYNTH_V4 = dict(version=4, standardize=True, **_V2_ON)
-SYNTH_V5 = dict(version=5, standardize=True, models_of=4, **_V2_ON)
+SYNTH_V2 = dict(version=2, **_SINCE_V2)
+SYNTH_V3 = dict(version=3, **_SINCE_V2)
+SYNTH_V4 = dict(version=4, standardize=True, **_SINCE_V2)
+SYNTH_V5 = dict(version=5, standardize=True, models_of=4, **_SINCE_V2)
 SYNTH_V6 = dict(version=6, standardize=True, models_of=4,
-                attacker_schedule=SYNTH_ATTACKER_SCHEDULE, **_V2_ON)
+                attacker_schedule=SYNTH_ATTACKER_SCHEDULE, **_SINCE_V2)
 
 # the text each version from v4 on appends to a protocol's description
 V4_TEXT = (" Version 4: every model sees its input less the mean image of its own training clips, "
