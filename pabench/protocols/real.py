@@ -93,7 +93,8 @@ class PHvu(ProtocolVersions):
         "Privacy is the object tags alone and actions are multi-label tags scored as cMAP, with "
         "scenes moved to p-hvu-scenes, because one cMAP over both groups would be dominated by "
         "the 1,678 object tags over the 248 scene tags (version 1 is no longer loadable).",
-        FIRST_VERSION))
+        "Each model trains once (seed 0) at a constant learning rate, stopped on its validation "
+        "score, as in every real-data protocol's version 1."))
     V3 = Release(spec=Spec(**_OBJECTS, **{**REAL_V2, "version": 3}), changes=REAL_V2_CHANGES)
     DEFAULT = V3
 
