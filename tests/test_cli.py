@@ -47,7 +47,7 @@ def test_protocols_list_and_show():
         assert any(f"{pid} " in r and "(next)" in r and "centred" in r for r in rows)
     assert sum("(next)" in r for r in rows) == len(NEXT)
     show = runner.invoke(app, ["protocols", "show", "novel"], env={"COLUMNS": "200"})
-    assert '"novel": true' in show.output
+    assert "declared training data must be disjoint" in show.output
 
 
 @pytest.mark.parametrize("args, check", [

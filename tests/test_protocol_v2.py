@@ -19,12 +19,13 @@ from pabench.evaluation.config import expand
 from pabench.evaluation.score import _joint_ci
 from pabench.metrics import cmap_fixed, privacy_scores, scorable
 from pabench.protocols import (
+    CATALOG,
     LEGACY,
     NEXT,
     PROTOCOLS,
-    VERSION,
     Schedule,
     get_protocol,
+    history,
     protocols_for,
 )
 from pabench.submission import from_module
@@ -119,7 +120,7 @@ def test_a_constant_output_keeps_its_last_epoch_and_is_not_retried():
 def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
     for pid, spec in PROTOCOLS.items():
         below = [v for v in old_versions(pid) if v < spec.version]
-        assert spec.version == max(below) + 1 >= VERSION and len(spec.seeds) >= 3
+        assert spec.version == max(below) + 1 >= 2 and len(spec.seeds) >= 3
         # a version in preparation superseded before it was promoted stays reproducible
         # (unseen-attackers@3, by v4), below the next one
         assert all(pid in NEXT and v < NEXT[pid].version
@@ -208,24 +209,23 @@ def test_each_pa_synth_version_changes_what_it_says():
     with a frame-standardized attacker and v4's trained models; v6 is v5 with attackers that
     keep their epoch of highest validation cMAP over the whole budget, for every pa-synth
     protocol.
-    Exactly one version is current (`CURRENT`, else v2); those below it are in `LEGACY`, and
-    so is one above it that a newer one superseded before promotion; the newest is `NEXT`
+    Exactly one version is current (the catalog's `DEFAULT`); those below it are in `LEGACY`,
+    and so is one above it that a newer one superseded before promotion; the newest is `NEXT`
     (made entry by entry) until it is current."""
-    from pabench.protocols import CURRENT
-
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
-    assert set(NEXT) == {pid for pid in synth if CURRENT.get(pid, VERSION) < 6}
+    current = {pid: CATALOG[pid].DEFAULT.spec.version for pid in synth}
+    assert set(NEXT) == {pid for pid in synth if current[pid] < 6}
     for pid in synth:
         v2, v3, v4, v5, v6 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4, 5, 6))
-        current = CURRENT.get(pid, VERSION)
+        assert [m.spec for m, _ in history(pid)][1:] == [v2, v3, v4, v5, v6]
         for spec in (v2, v3, v4, v5, v6):
-            if spec.version == current:
+            if spec.version == current[pid]:
                 assert PROTOCOLS.get(pid) == spec
-            elif spec is not v6 or spec.version < current:  # older, or superseded
+            elif spec is not v6 or spec.version < current[pid]:  # older, or superseded
                 assert LEGACY[pid, spec.version] == spec
             else:
                 assert NEXT[pid] == spec
-        assert [v.version for v in (v2, v3, v4, v5, v6)] == [VERSION + i for i in range(5)]
+        assert [v.version for v in (v2, v3, v4, v5, v6)] == [2, 3, 4, 5, 6]
         moved = {k for k, v in v3.model_dump().items() if v2.model_dump()[k] != v}
         assert moved <= {"version", "attackers", "description"}
         assert "tiny-c3d" not in v3.attackers and "tiny-vit2d" not in v3.attackers

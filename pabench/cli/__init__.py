@@ -12,8 +12,9 @@ from pabench.cli import doctor
 from pabench.cli.baselines import app as baselines_app
 from pabench.cli.console import cell, err, out, show_library_log
 from pabench.cli.datasets import app as datasets_app
-from pabench.cli.evaluate import evaluate, protocols_app
+from pabench.cli.evaluate import evaluate
 from pabench.cli.leaderboard import app as leaderboard_app
+from pabench.cli.protocols import app as protocols_app
 from pabench.cli.train_baseline import train_baseline
 from pabench.cli.usage import exit_status
 from pabench.errors import PabenchError, one_line

@@ -1,4 +1,4 @@
-"""`pabench evaluate` and `pabench protocols list|show`."""
+"""`pabench evaluate`: score anonymizers under protocols and print or store their records."""
 
 from __future__ import annotations
 
@@ -10,15 +10,12 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from pabench.cli.console import cell, clean, err, out, print_json, print_table
+from pabench.cli.console import cell, clean, err, out, print_table
 from pabench.cli.progress import progress_bar
 from pabench.cli.usage import checking_arguments
 from pabench.errors import PabenchError
-from pabench.protocols import NEXT, PROTOCOLS, get_protocol
 from pabench.records import Record
 from pabench.runtime import pabench_home
-
-protocols_app = typer.Typer(help="Inspect the versioned protocols.", no_args_is_help=True)
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -166,47 +163,3 @@ def evaluate(
     if records:  # one JSON document on stdout, whatever the number of records
         print(records[0].model_dump_json(indent=2) if len(configs) == 1
               else TypeAdapter(list[Record]).dump_json(records, indent=2).decode())
-
-
-@protocols_app.command("list")
-def list_protocols(
-    benchmark: str | None = typer.Option(None, help="Only this benchmark's protocols"),
-    json_out: bool = typer.Option(False, "--json", help="Print the list as JSON"),
-) -> None:
-    """List protocols (id, version, benchmark, title), and the next version of those being
-    re-made (`--protocol ID@VERSION` evaluates it)."""
-    from pabench.evaluation.config import check_benchmark
-
-    if benchmark is not None:
-        with checking_arguments():
-            check_benchmark(benchmark)
-    specs = [(p, "current") for _, p in PROTOCOLS.items()
-             if benchmark is None or p.benchmark == benchmark]
-    specs = [row for p, status in specs
-             for row in [(p, status), *([(NEXT[p.id], "next")] if p.id in NEXT else [])]]
-    if json_out:
-        print_json([{"id": p.id, "version": p.version, "status": status,
-                     "benchmark": p.benchmark, "title": p.title, "target": p.target,
-                     "attackers": list(p.attackers), "standardize": p.standardize}
-                    for p, status in specs])
-        return
-    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs")
-    for p, status in specs:
-        version = f"{p.version} (next)" if status == "next" else str(p.version)
-        table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
-                      cell(p.target), cell(", ".join(p.attackers)),
-                      "centred" if p.standardize else "as is")
-    print_table(table)
-
-
-@protocols_app.command("show")
-def show_protocol(
-    protocol: str,
-    json_out: bool = typer.Option(False, "--json", help="Accepted like on every list/info "
-                                  "command; the specification is always JSON"),
-) -> None:
-    """Print one protocol's full specification as JSON (`ID@VERSION`: a legacy or the next
-    version)."""
-    with checking_arguments():
-        spec = get_protocol(protocol)
-    print(spec.model_dump_json(indent=2))

@@ -1,0 +1,89 @@
+"""`pabench protocols list|show|docs`: the versioned protocols, as the catalog defines them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from pabench.cli.console import cell, err, out, print_json, print_table
+from pabench.cli.usage import checking_arguments
+from pabench.protocols import CATALOG, get_protocol, history
+from pabench.protocols.describe import render_docs, spec_rows
+
+app = typer.Typer(help="Inspect the versioned protocols.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_protocols(
+    benchmark: str | None = typer.Option(None, help="Only this benchmark's protocols"),
+    all_versions: bool = typer.Option(False, "--all", help="Every version, legacy ones too"),
+    json_out: bool = typer.Option(False, "--json", help="Print the list as JSON"),
+) -> None:
+    """List protocols (id, version, benchmark, title), and the next version of those being
+    re-made (`--protocol ID@VERSION` evaluates it)."""
+    from pabench.evaluation.config import check_benchmark
+
+    if benchmark is not None:
+        with checking_arguments():
+            check_benchmark(benchmark)
+    rows = [(m.spec, status) for pid in CATALOG for m, status in history(pid)
+            if (all_versions or status != "legacy")
+            and (benchmark is None or m.spec.benchmark == benchmark)]
+    if json_out:
+        print_json([{"id": p.id, "version": p.version, "status": status,
+                     "benchmark": p.benchmark, "title": p.title, "target": p.target,
+                     "attackers": list(p.attackers), "standardize": p.standardize}
+                    for p, status in rows])
+        return
+    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs")
+    for p, status in rows:
+        version = str(p.version) if status == "current" else f"{p.version} ({status})"
+        table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
+                      cell(p.target), cell(", ".join(p.attackers)),
+                      "centred" if p.standardize else "as is")
+    print_table(table)
+
+
+@app.command("show")
+def show_protocol(
+    protocol: str = typer.Argument(..., help="ID (its current version) or ID@VERSION"),
+    json_out: bool = typer.Option(False, "--json", help="Print the spec as JSON, as "
+                                  "`pabench.protocols.ProtocolSpec` reads it"),
+) -> None:
+    """Print one protocol version's spec and the protocol's version history."""
+    with checking_arguments():
+        spec = get_protocol(protocol)
+    if json_out:
+        print(spec.model_dump_json(indent=2))
+        return
+    versions = history(spec.id)
+    status = next(s for m, s in versions if m.spec == spec)
+    # prose, not numbers: wrapped to the terminal (80 columns off one), unlike `print_table`
+    table = Table("", "", title=cell(f"{spec.id}@{spec.version} ({status}): {spec.title}"),
+                  show_header=False)
+    for field, value in spec_rows(spec):
+        table.add_row(cell(field), cell(value))
+    out.print(table)
+    out.print(cell(spec.description))
+    changes = Table("version", "status", "what changed, and why", title="versions",
+                    show_lines=True)
+    for member, state in reversed(versions):
+        changes.add_row(str(member.spec.version), state, cell("\n".join(member.changes)))
+    out.print(changes)
+
+
+@app.command("docs")
+def write_docs(
+    out_path: Path | None = typer.Option(None, "--out", help="Write the page here (default: "
+                                         "print it), e.g. docs/protocols.md"),
+) -> None:
+    """The protocols page (docs/protocols.md): every protocol's current spec, its versions and
+    why each changed, generated from the catalog."""
+    text = render_docs()
+    if out_path is None:
+        print(text, end="")
+        return
+    out_path.write_text(text)
+    err.print(cell(f"wrote {out_path}"))

@@ -1,0 +1,159 @@
+"""What a protocol version is: which sets, clip spec, target/attacker models, schedule, seeds.
+
+Anything that moves numbers (a dataset role, the clip spec, a model, the schedule, the
+augmentation) bumps `version`; records of different versions are never ranked together. The
+versions themselves are literal data in `pabench.protocols.synth` and `pabench.protocols.real`.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DataRef(_Frozen):
+    """A split of a built dataset. `labels` names one of its label groups (`extra_labels` in
+    its meta, e.g. P-HVU's "objects") whose tags become multi-label targets; None = the
+    dataset's own action and attribute columns."""
+
+    dataset: str
+    split: str
+    labels: str | None = None
+
+    @property
+    def view(self) -> str:
+        """The dataset as labelled here ("p-hvu:objects"): the name declarations of training
+        data use, so novel protocols can tell one label group of a dataset from another."""
+        return f"{self.dataset}:{self.labels}" if self.labels else self.dataset
+
+    def __str__(self) -> str:
+        return f"{self.view}/{self.split}"
+
+# real videos are stored resampled to 4 clip lengths: evaluation takes 10 clips from them and
+# training a random window (decoded once, shared by both)
+REAL_FRAMES_PER_CLIP = 4
+
+
+class ClipSpec(_Frozen):
+    """Clip shape the anonymizer sees. None = the benchmark preset's native frames/size."""
+
+    frames: int | None = None
+    size: int | None = None
+    test_clips: int = 10  # equidistant clips per test video, softmax-averaged
+
+
+class Schedule(_Frozen):
+    """Targets and attackers train to convergence: early stopping on a held-out split.
+
+    v1 stops on the validation score with a fixed patience at a constant LR. v2 decays the LR
+    (cosine over `max_epochs`), keeps the epoch of lowest validation *loss* (less noisy than a
+    score on a few hundred clips), waits `patience_fraction` of the budget for a new best, and
+    retrains a run whose best epoch falls in the first tenth of the budget at each of
+    `retry_lrs`, keeping the attempt of lowest validation loss (every attempt is recorded).
+    v6's attackers keep the epoch, and attempt, of highest validation score instead (the
+    latest of equal scores), over their whole budget
+    (`ProtocolSpec.attacker_schedule`)."""
+
+    max_epochs: int = 40
+    patience: int = 4
+    min_epochs: int = 4
+    batch_size: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    val_fraction: float = 0.15
+    lr_decay: Literal["none", "cosine"] = "none"
+    stop_on: Literal["score", "loss", "score-last"] = "score"
+    patience_fraction: float = 0.0
+    retry_lrs: tuple[float, ...] = ()
+
+    @property
+    def window(self) -> int:
+        """Epochs without a new best before stopping: scales with the budget in v2."""
+        return max(self.patience, math.ceil(self.patience_fraction * self.max_epochs))
+
+
+class ProtocolSpec(_Frozen):
+    id: str
+    version: int
+    benchmark: str  # "pa-synth" or "real"
+    title: str
+    description: str
+    action_train: DataRef
+    action_test: DataRef
+    privacy_train: DataRef
+    privacy_test: DataRef
+    clip: ClipSpec = ClipSpec()
+    target: str
+    attackers: tuple[str, ...]
+    attacker_training: Literal["anonymized", "raw"] = "anonymized"
+    augment: tuple[str, ...] = ("shift",)  # applied after anonymization
+    schedule: Schedule = Schedule()
+    seeds: tuple[int, ...] = (0,)
+    novel: bool = False  # the submission's declared training data must be disjoint
+    # which test sides `novel` covers: the P-HVU scenes -> objects protocol keeps known actions
+    novel_sides: tuple[Literal["action", "privacy"], ...] = ("action", "privacy")
+    paper_setting: str = ""
+    metrics: tuple[str, ...] = Field(
+        default=("action", "privacy_cmap", "privacy_f1", "action_drop", "privacy_drop")
+    )
+    # v2: a diagnostic protocol is shown apart from the ranked tables
+    role: Literal["ranked", "diagnostic"] = "ranked"
+    data_version: int = 1  # pa-synth generator version its datasets are rendered with
+    # an attacker whose raw-data cMAP is more than this many points below the strongest's is
+    # flagged as not an attacker (None: no floor)
+    strength_floor: float | None = None
+    # train a classifier to tell anonymized train clips from test clips; must be at chance
+    consistency_check: bool = False
+    # v4: every target and attacker sees its input less its own training clips' mean image,
+    # each channel scaled by the spread left (`pabench.training.Standardized`), and the shift
+    # augmentation moves only the departure from that image: attackers fed a fixed pattern
+    # that varies by a grey level stayed at chance while a linear probe read the attributes
+    standardize: bool = False
+    # the version whose trained models this one shares (None: its own): a version that only
+    # adds attackers trains nothing the one it extends has not already trained
+    models_of: int | None = None
+    # v6: the attackers' schedule where it differs from the target's (None: the same)
+    attacker_schedule: Schedule | None = None
+
+    @property
+    def models_version(self) -> int:
+        """The protocol version in every fit cache key (`pabench.evaluation.fit.plan`)."""
+        return self.models_of or self.version
+
+    def schedule_for(self, target: Literal["action", "attributes"]) -> Schedule:
+        """How the target (`action`) or an attacker (`attributes`) trains."""
+        if target == "attributes" and self.attacker_schedule is not None:
+            return self.attacker_schedule
+        return self.schedule
+
+
+class Release(_Frozen):
+    """One version of a protocol: its full spec and, one sentence each, what changed for a user
+    since the version before and why (the first version says what it set up)."""
+
+    spec: ProtocolSpec
+    changes: tuple[str, ...] = Field(min_length=1)
+
+
+class ProtocolVersions(Enum):
+    """A protocol's versions, as torchvision's weights enums: members `V<n>` oldest first, each a
+    `Release`, and `DEFAULT` the current one (an alias). A version above `DEFAULT` is being made
+    entry by entry (the newest) or was superseded before it became current."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}.{self.name}: {self.spec.id}@{self.spec.version}>"
+
+    @property
+    def spec(self) -> ProtocolSpec:
+        return self.value.spec
+
+    @property
+    def changes(self) -> tuple[str, ...]:
+        return self.value.changes
