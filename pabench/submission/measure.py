@@ -30,12 +30,17 @@ class _TensorMemory(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         out = func(*args, **(kwargs or {}))
+        inputs = {t.untyped_storage().data_ptr()
+                  for t in torch.utils._pytree.tree_leaves((args, kwargs))
+                  if isinstance(t, torch.Tensor) and t.device.type != "meta"}
         for t in torch.utils._pytree.tree_leaves(out):
             if not isinstance(t, torch.Tensor) or t.device.type == "meta":
                 continue
             key = t.untyped_storage().data_ptr()
             if key not in self.refs:
-                if t._is_view():  # a view of a storage that existed before the call
+                # a view or alias of a storage that existed before the call (an input, a
+                # weight, a constant: those count once, as weights)
+                if t._is_view() or key in inputs:
                     continue
                 self.refs[key] = 0
                 self.sizes[key] = t.untyped_storage().nbytes()
