@@ -1,36 +1,53 @@
-"""The typed result record: one JSON per (submission, protocol), validated, written atomically.
+"""The record's schema: one typed, versioned model per (submission, protocol) result.
 
-Records are read from files anyone can edit (a pull request, a user's own folder), so reading is
-strict: numbers must be JSON numbers, finite and in range; names follow the entry-name rule;
-keys appear once; files are capped in size. Every failure is one line naming the file.
-Older schema versions are upgraded on read (as mteb's `TaskResult.from_disk` does); versions
-this pabench does not know are refused rather than guessed at.
+Records are read from files anyone can edit, so every field is constrained: numbers finite and
+in range, names following the entry-name rule. What is stored is rounded to what it means:
+scores to 4 decimals of a percent, fractions to 6 decimals, training curves to 4 significant
+digits. Older schema versions are upgraded on read by `UPGRADES` (as mteb's
+`TaskResult.from_disk` does); versions this pabench does not know are refused.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import stat
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 
-from pabench.errors import PabenchError
-from pabench.runtime import NAME_PATTERN, atomic_write_text, validation_error
+from pabench.runtime import NAME_PATTERN
 from pabench.submission import SubmissionMeta
 
-SCHEMA_VERSION = 4
-MAX_RECORD_BYTES = 16 * 1024 * 1024  # real records are ~20 kB
+SCHEMA_VERSION = 5
 INT64_MAX = 2**63 - 1
 ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 """Benchmark names, presets and protocol ids: no '_', so '__' can join them unambiguously."""
 
-Score = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False)]
-"""A percentage: finite and in [0, 100]."""
-Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+
+def _percent(v: float) -> float:
+    return round(v, 4)
+
+
+def _fraction(v: float) -> float:
+    return round(v, 6)  # 4 decimals of the percentage it stands for
+
+
+def _significant(v: float) -> float:
+    return float(f"{v:.4g}")
+
+
+Score = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False),
+                  PlainSerializer(_percent, when_used="json")]
+"""A percentage: finite and in [0, 100]; stored to 4 decimals."""
+Fraction = Annotated[float, Field(allow_inf_nan=False),
+                     PlainSerializer(_fraction, when_used="json")]
+"""A ratio (a relative drop, chance-normalised privacy): stored to 6 decimals."""
+CurveValue = Annotated[float, Field(allow_inf_nan=False),
+                       PlainSerializer(_significant, when_used="json")]
+CurveScore = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False),
+                       PlainSerializer(_significant, when_used="json")]
+"""A point of a training curve: stored to 4 significant digits."""
 NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 EntryName = Annotated[str, Field(pattern=f"^{NAME_PATTERN}$")]
@@ -136,9 +153,9 @@ class Curve(_Strict):
     lr: Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
     epochs: Count
     best_epoch: Count
-    train_loss: list[Finite]
-    val_loss: list[Finite]
-    val_score: list[Score]
+    train_loss: list[CurveValue]
+    val_loss: list[CurveValue]
+    val_score: list[CurveScore]
     chosen: bool = True
 
 
@@ -181,10 +198,10 @@ class Metrics(_Strict):
     privacy_f1_mean: Score
     worst_attacker: EntryName
     base_cmap: Score | None = None
-    privacy_norm: Finite | None = None
-    privacy_norm_ci: tuple[Finite, Finite] | None = None
-    action_drop: Finite | None = None
-    privacy_drop: Finite | None = None
+    privacy_norm: Fraction | None = None
+    privacy_norm_ci: tuple[Fraction, Fraction] | None = None
+    action_drop: Fraction | None = None
+    privacy_drop: Fraction | None = None
     attributes: list[str] = Field(default_factory=list)
     excluded_attributes: list[str] = Field(default_factory=list)
     target_epochs: Count
@@ -205,18 +222,27 @@ class Consistency(_Strict):
     passed: bool
 
 
+class Reference(_Strict):
+    """The raw-data run a record is measured against: the content of `references/<sha256>.json`,
+    shared by every record of the run's table that names its hash."""
+
+    schema_version: Literal[5] = SCHEMA_VERSION
+    raw: Metrics
+    raw_attackers: list[AttackerResult] = Field(default_factory=list)
+
+
 class Record(_Strict):
     """`ranked` is False for records the tables must not rank (a diagnostic protocol, a failed
     consistency check); `flags` says why, and names weak attackers and early-best runs."""
 
-    schema_version: Literal[4] = SCHEMA_VERSION
+    schema_version: Literal[5] = SCHEMA_VERSION
     pabench: dict[str, str]
     protocol: ProtocolRef
     benchmark: BenchmarkRef
     submission: SubmissionInfo
     metrics: Metrics
     attackers: list[AttackerResult]
-    raw: Metrics | None = None
+    raw: Metrics | None = None  # stored in the reference file the record names (`REFERENCES`)
     raw_attackers: list[AttackerResult] = Field(default_factory=list)
     seeds: list[Count]
     hardware: dict[str, str]
@@ -269,137 +295,13 @@ def _upgrade_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 4}
 
 
-UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _upgrade_v1,
-                                                                   2: _upgrade_v2,
-                                                                   3: _upgrade_v3}
+def _upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """v5 stores `raw` and `raw_attackers` in a reference file and rounds what it stores; a v4
+    record holds them inline, which is what a v5 record reads as once its reference is
+    resolved (`pabench.records.files`)."""
+    return {**data, "schema_version": 5}
+
+
+UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    1: _upgrade_v1, 2: _upgrade_v2, 3: _upgrade_v3, 4: _upgrade_v4}
 """version -> the step to version + 1; reading chains them up to SCHEMA_VERSION."""
-
-
-class _Refused(ValueError):
-    """A JSON construct a record may not contain."""
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """Refuse repeated keys: a reviewer reading the first value and a parser keeping the last
-    would see different records."""
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _Refused(f"key {k[:40]!r} appears twice in one object")
-        out[k] = v
-    return out
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise _Refused(f"number {text[:40]} is out of range")
-    return value
-
-
-def _constant(name: str) -> float:
-    raise _Refused(f"{name} is not a valid number in a record")
-
-
-def parse_record(raw: bytes, source: object) -> Record:
-    """Validate a record's bytes (any supported schema version) as `source`'s content."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise PabenchError(f"{source}: not UTF-8 text (bad byte at offset {e.start})") from None
-    try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=_finite,
-                          parse_constant=_constant)
-    except json.JSONDecodeError as e:
-        raise PabenchError(f"{source}: malformed JSON ({e.msg} at line {e.lineno})") from None
-    except RecursionError:
-        raise PabenchError(f"{source}: malformed JSON (nested too deeply)") from None
-    except ValueError as e:  # _Refused, or an integer longer than Python will parse
-        raise PabenchError(f"{source}: invalid record: {str(e).splitlines()[0]}") from None
-    if not isinstance(data, dict):
-        raise PabenchError(f"{source}: invalid record: not a JSON object")
-    version = data.get("schema_version")
-    if type(version) is not int or not (1 <= version <= SCHEMA_VERSION):
-        shown = repr(version)[:40]
-        raise PabenchError(
-            f"{source}: schema_version {shown} is not supported: this pabench reads versions "
-            f"1-{SCHEMA_VERSION} (a newer pabench may have written it)"
-        )
-    while version < SCHEMA_VERSION:
-        data = UPGRADES[version](data)
-        version += 1
-    try:
-        # Strict JSON-mode validation: a JSON array still fills a tuple, a string never a number
-        encoded = json.dumps(data, ensure_ascii=False).encode("utf-8")
-        return Record.model_validate_json(encoded, strict=True)
-    except UnicodeEncodeError:
-        raise PabenchError(f"{source}: invalid record: a string holds a lone surrogate") from None
-    except ValidationError as e:
-        raise validation_error(source, e, "invalid record") from None
-
-
-def read_record(path: Path) -> Record:
-    """Load and validate one record; every failure is a one-line PabenchError naming `path`."""
-    path = Path(path)
-    try:
-        st = path.stat()
-        if not stat.S_ISREG(st.st_mode):
-            raise PabenchError(f"{path}: not a regular file")
-        if st.st_size > MAX_RECORD_BYTES:
-            raise PabenchError(f"{path}: {st.st_size} bytes is too large for a record "
-                               f"(at most {MAX_RECORD_BYTES // 2**20} MiB)")
-        with path.open("rb") as f:
-            raw = f.read(MAX_RECORD_BYTES + 1)
-    except OSError as e:
-        raise PabenchError(f"{path}: cannot read record ({e.strerror or e})") from None
-    if len(raw) > MAX_RECORD_BYTES:
-        raise PabenchError(f"{path}: too large for a record (at most "
-                           f"{MAX_RECORD_BYTES // 2**20} MiB)")
-    return parse_record(raw, path)
-
-
-def _describe(record: Record) -> str:
-    s = record.submission
-    return f"{s.name} (sha256 {s.sha256[:12]}…, table {record.table_id})"
-
-
-def _shas(record: Record) -> list[str]:
-    return [record.submission.sha256, *(r.sha256 for r in record.submission.replicas)]
-
-
-def check_replace(record: Record, path: Path, *, replace: bool = False) -> bool:
-    """Whether writing `record` to `path` replaces a file. Without `replace`, refuse to replace
-    anything but a record of the same entry and submission (table, name and sha256)."""
-    path = Path(path)
-    if not (path.exists() or path.is_symlink()):
-        return False
-    if replace:
-        return True
-    try:
-        old = read_record(path)
-    except PabenchError as e:
-        raise PabenchError(f"{path}: already exists and is not a record this pabench reads "
-                           f"({str(e).removeprefix(f'{path}: ')}); pass --replace to overwrite it"
-                           ) from None
-    same = (old.table_id, old.submission.name, _shas(old)) == (
-        record.table_id, record.submission.name, _shas(record))
-    if not same:
-        raise PabenchError(f"{path}: already holds {_describe(old)}; pass --replace to overwrite "
-                           f"it with {_describe(record)}")
-    return True
-
-
-def write_record(record: Record, path: Path, *, replace: bool = False) -> bool:
-    """Write atomically (unique temp file + rename): an interrupted run never leaves half a
-    record and concurrent writers each leave a whole one. The text is validated as a reader
-    will validate it, so a record that could not be read back is never written. Returns True
-    when an existing file was replaced (the caller says so); see `check_replace`."""
-    path = Path(path)
-    text = record.model_dump_json(indent=2) + "\n"
-    parse_record(text.encode("utf-8"), f"{path} (not written)")
-    replaced = check_replace(record, path, replace=replace)
-    try:
-        atomic_write_text(path, text)
-    except OSError as e:
-        raise PabenchError(f"{path}: cannot write record ({e.strerror or e})") from None
-    return replaced
