@@ -246,13 +246,15 @@ def test_stored_numbers_are_rounded_to_what_they_mean(tmp_path: Path) -> None:
     rec = make_record("known", KNOWN_NOW, "unet")
     curve = rec.attackers[0].curves[0].model_copy(update={"train_loss": [0.123456789]})
     rec = rec.model_copy(update={
-        "metrics": rec.metrics.model_copy(update={"action": 100 / 3, "action_drop": 1 / 3}),
+        "metrics": rec.metrics.model_copy(update={"action": 100 / 3, "action_drop": 1 / 3,
+                                                  "privacy_cmap": 56.9499999}),
         "attackers": [rec.attackers[0].model_copy(update={"curves": [curve]})]})
     write_record(rec, tmp_path / "r.json")
     back = read_record(tmp_path / "r.json")
     assert back.metrics.action == 33.3333 and back.metrics.action_drop == 0.333333
     assert back.attackers[0].curves[0].train_loss == [0.1235]
-    assert f"{back.metrics.action:.1f}" == f"{rec.metrics.action:.1f}"
+    # 4 decimals would store 56.95, which shows as 57.0: as many more as keep 56.9
+    assert back.metrics.privacy_cmap == 56.9499999 and f"{56.95:.1f}" == "57.0"
 
 
 def test_record_api_round_trip(tmp_path: Path) -> None:

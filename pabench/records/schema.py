@@ -3,12 +3,14 @@
 Records are read from files anyone can edit, so every field is constrained: numbers finite and
 in range, names following the entry-name rule. What is stored is rounded to what it means:
 scores to 4 decimals of a percent, fractions to 6 decimals, training curves to 4 significant
-digits. Older schema versions are upgraded on read by `UPGRADES` (as mteb's
-`TaskResult.from_disk` does); versions this pabench does not know are refused.
+digits, each with more where fewer would change a number the site shows. Older schema versions
+are upgraded on read by `UPGRADES` (as mteb's `TaskResult.from_disk` does); versions this
+pabench does not know are refused.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
@@ -25,29 +27,43 @@ ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 
 
 
+def _store(v: float, decimals: int, shown: Callable[[float], str]) -> float:
+    """`v` rounded to `decimals` decimals, or to as many more as keep what the site shows of
+    it: rounding a measured 56.94999 to 56.95 would show 57.0 where the measure shows 56.9."""
+    for d in range(decimals, max(decimals + 1, 17)):
+        if shown(r := round(v, d)) == shown(v):
+            return r
+    return v
+
+
+def _one_decimal(v: float) -> str:
+    return f"{v:.1f}"
+
+
 def _percent(v: float) -> float:
-    return round(v, 4)
+    return _store(v, 4, _one_decimal)
 
 
 def _fraction(v: float) -> float:
-    return round(v, 6)  # 4 decimals of the percentage it stands for
+    """4 decimals of the percentage it stands for (drops show as one, norms as 2 decimals)."""
+    return _store(v, 6, lambda x: f"{x * 100:.1f} {x:.2f}")
 
 
 def _significant(v: float) -> float:
-    return float(f"{v:.4g}")
+    return _store(v, 3 - math.floor(math.log10(abs(v))) if v else 0, _one_decimal)
 
 
 Score = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False),
                   PlainSerializer(_percent, when_used="json")]
-"""A percentage: finite and in [0, 100]; stored to 4 decimals."""
+"""A percentage: finite and in [0, 100]; stored to 4 decimals (`_store`)."""
 Fraction = Annotated[float, Field(allow_inf_nan=False),
                      PlainSerializer(_fraction, when_used="json")]
-"""A ratio (a relative drop, chance-normalised privacy): stored to 6 decimals."""
+"""A ratio (a relative drop, chance-normalised privacy): stored to 6 decimals (`_store`)."""
 CurveValue = Annotated[float, Field(allow_inf_nan=False),
                        PlainSerializer(_significant, when_used="json")]
 CurveScore = Annotated[float, Field(ge=0.0, le=100.0, allow_inf_nan=False),
                        PlainSerializer(_significant, when_used="json")]
-"""A point of a training curve: stored to 4 significant digits."""
+"""A point of a training curve: stored to 4 significant digits (`_store`)."""
 NonNegative = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 Count = Annotated[int, Field(ge=0, le=INT64_MAX)]
 EntryName = Annotated[str, Field(pattern=f"^{NAME_PATTERN}$")]
