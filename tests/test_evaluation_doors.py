@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from quick import one_line_error, pabench_main, quick_protocol
 from typer.testing import CliRunner
 
 from pabench.errors import PabenchError
-from pabench.records import read_record, stored
+from pabench.records import REFERENCES, read_record, stored
 from pabench.runtime import atomic_write_bytes, pabench_home
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,6 +114,9 @@ def test_user_runs_never_touch_official_records(tmp_path: Path, monkeypatch) -> 
     assert copy.read_bytes() == before
     mine = pabench_home() / "results" / f"{record.entry_id}.json"
     assert stored(read_record(mine)) == stored(record)  # the record as `evaluate` stores it
+    doc = json.loads(mine.read_text())  # slim: the raw run is named by its hash
+    assert "raw" not in doc
+    assert (mine.parent / REFERENCES / f"{doc['raw_reference']}.json").is_file()
 
     other = Evaluation(record.model_copy(update={"submission": record.submission.model_copy(
         update={"sha256": "0" * 64})}), evaluation.sample)
