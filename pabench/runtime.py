@@ -2,7 +2,8 @@
 hardware and git info, the progress protocol, slugs and one-line validation errors.
 
 Kept free of pabench imports beyond `errors`, so any module (a builder, a DDP worker, the CLI)
-can use it without pulling in the evaluation engine.
+can use it without pulling in the evaluation engine; torch is imported by the functions that
+use it, so reading records and building the site never load it.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import torch
-import torch.distributed as dist
 from pydantic import ValidationError
-from torch import nn
 
 from pabench.errors import PabenchError
+
+if TYPE_CHECKING:
+    from torch import nn
 
 Progress = Callable[[str, int, int], None]
 """`progress(stage, done, total)`: how the library reports work; the CLI draws bars from it."""
@@ -76,11 +78,15 @@ def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
 
 
 def is_distributed() -> bool:
+    import torch.distributed as dist
+
     return dist.is_available() and dist.is_initialized()
 
 
 def rank_world() -> tuple[int, int]:
     """(rank, world size) under torchrun, (0, 1) otherwise."""
+    import torch.distributed as dist
+
     if is_distributed():
         return dist.get_rank(), dist.get_world_size()
     return 0, 1
@@ -91,11 +97,15 @@ def is_rank0() -> bool:
 
 
 def barrier() -> None:
+    import torch.distributed as dist
+
     if is_distributed():
         dist.barrier()
 
 
 def _shutdown_distributed() -> None:
+    import torch.distributed as dist
+
     if dist.is_initialized():
         dist.destroy_process_group()
 
@@ -103,6 +113,8 @@ def _shutdown_distributed() -> None:
 def init_distributed(device: str) -> str:
     """Under torchrun, join the process group (gloo on CPU, NCCL on GPU); each rank then takes
     its local GPU. Returns the device this rank should use."""
+    import torch.distributed as dist
+
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.startswith("cuda") else "gloo")
         # Gloo's worker threads abort the process (SIGABRT) if the group is still alive while
@@ -115,6 +127,9 @@ def init_distributed(device: str) -> str:
 
 def wrap_ddp(model: nn.Module, device: str) -> nn.Module:
     """DDP under torchrun (rank 0's initial weights are broadcast), the model itself otherwise."""
+    import torch
+    from torch import nn
+
     if not is_distributed():
         return model
     ids = [torch.device(device).index] if device.startswith("cuda") else None
@@ -123,6 +138,8 @@ def wrap_ddp(model: nn.Module, device: str) -> nn.Module:
 
 def check_device(device: str) -> str:
     """Refuse an unusable device up front, in one line, before any data is built."""
+    import torch
+
     try:
         dev = torch.device(device)
     except (RuntimeError, ValueError):
@@ -150,6 +167,8 @@ def exact_float32() -> Iterator[None]:
     a GPU picks other kernels for another batch size, so a thresholded output (a segmenter's
     mask) flipped pixels between a clip alone and in its batch on an H200, and GPU outputs
     drift from CPU ones; the anonymizer's share of an evaluation's compute is small."""
+    import torch
+
     conv, matmul = torch.backends.cudnn.conv, torch.backends.cuda.matmul
     saved = conv.fp32_precision, matmul.fp32_precision
     conv.fp32_precision = matmul.fp32_precision = ANONYMIZER_FLOAT32
@@ -187,6 +206,8 @@ def numerics(device: str, threads: int | None = None) -> tuple[str, int | None, 
     """Where a training computes, for cache keys: device type, CPU threads (`threads`, else
     this process's) and DDP world size. Each changes kernels or reduction order, so the
     weights' last bits, which training then amplifies."""
+    import torch
+
     kind = torch.device(device).type
     return kind, (threads or torch.get_num_threads()) if kind == "cpu" else None, rank_world()[1]
 
@@ -194,6 +215,8 @@ def numerics(device: str, threads: int | None = None) -> tuple[str, int | None, 
 def hardware_info(device: str, threads: int | None = None, workers: int = 1) -> dict[str, str]:
     """Where a record was computed; `threads` per model (numbers depend on it), `workers`
     models trained at once."""
+    import torch
+
     info = {"platform": platform.platform(), "cpu": cpu_model(),
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "cpu_count": str(os.cpu_count()), "torch": str(torch.__version__), "device": device,
@@ -203,7 +226,7 @@ def hardware_info(device: str, threads: int | None = None, workers: int = 1) -> 
     if device.startswith("cuda") and torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(torch.device(device))
     if is_distributed():
-        info["world_size"] = str(dist.get_world_size())
+        info["world_size"] = str(rank_world()[1])
     return info
 
 

@@ -71,8 +71,7 @@ def test_evaluate_json_is_one_document_with_notes_on_stderr(monkeypatch, tmp_pat
     """Several records are one JSON list; "wrote PATH" goes to stderr, never into the JSON."""
     from pabench.evaluation.store import Evaluation
 
-    official = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))
-    record = read_record(official[0])
+    record = read_record(ROOT / "tests" / "records" / "pa-synth-tiny__known__identity.json")
     monkeypatch.setattr("pabench.evaluation.compute", lambda config, progress=None: Evaluation(
         record.model_copy(update={"protocol": record.protocol.model_copy(
             update={"id": config.spec.id})}), None))

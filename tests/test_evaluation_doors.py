@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,7 +16,7 @@ from quick import one_line_error, pabench_main, quick_protocol
 from typer.testing import CliRunner
 
 from pabench.errors import PabenchError
-from pabench.records import read_record
+from pabench.records import REFERENCES, read_record, stored
 from pabench.runtime import atomic_write_bytes, pabench_home
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,7 +96,7 @@ def test_user_runs_never_touch_official_records(tmp_path: Path, monkeypatch) -> 
     from pabench.evaluation import store
     from pabench.evaluation.store import Evaluation
 
-    official = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))[0]
+    official = ROOT / "tests" / "records" / "pa-synth-tiny__known__identity.json"
     record = read_record(official)
     repo = tmp_path / "repo"
     (repo / "leaderboard" / "results").mkdir(parents=True)
@@ -112,7 +113,10 @@ def test_user_runs_never_touch_official_records(tmp_path: Path, monkeypatch) -> 
     assert result.exit_code == 0, result.output
     assert copy.read_bytes() == before
     mine = pabench_home() / "results" / f"{record.entry_id}.json"
-    assert read_record(mine).metrics == record.metrics
+    assert stored(read_record(mine)) == stored(record)  # the record as `evaluate` stores it
+    doc = json.loads(mine.read_text())  # slim: the raw run is named by its hash
+    assert "raw" not in doc
+    assert (mine.parent / REFERENCES / f"{doc['raw_reference']}.json").is_file()
 
     other = Evaluation(record.model_copy(update={"submission": record.submission.model_copy(
         update={"sha256": "0" * 64})}), evaluation.sample)

@@ -46,6 +46,7 @@ XSS_ENTRY = "scripted"  # names are ASCII words; its authors and command carry t
 ATTRS = ("face", "gender", "skin", "relationship")
 SHARED_REPORTED = Path(__file__).resolve().parents[2] / "shared" / "reported" / "paper_results.csv"
 ROOT = Path(__file__).resolve().parents[1]
+TEST_RECORDS = Path(__file__).resolve().parent / "records"  # records of older schemas
 
 KNOWN_NOW = PROTOCOLS.get("known").version
 RAW_NOW = PROTOCOLS.get("raw-pretrained-attacker").version
@@ -500,8 +501,8 @@ def test_a_probe_attacker_is_badged_not_judged_weak(results: Path, tmp_path: Pat
 
 
 def test_v1_schema_record_still_renders(tmp_path: Path) -> None:
-    """A committed record of schema v1 (protocol v1): archived, its page without v3 parts."""
-    src = sorted((ROOT / "leaderboard" / "results").glob("pa-synth-tiny__known__*.json"))[0]
+    """A record of schema v1 (protocol v1): archived, its page without v3 parts."""
+    src = TEST_RECORDS / "pa-synth-tiny__known__identity.json"
     doc = json.loads(src.read_text())
     assert doc["schema_version"] == 1 and "action_top1" in doc["metrics"]
     results = tmp_path / "results"

@@ -23,7 +23,14 @@ from typing import Any
 import pandas as pd
 import pytest
 from pydantic import ValidationError
-from test_leaderboard import ROOT, _sample_png, make_record, write_fixture_results
+from test_leaderboard import (
+    KNOWN_NOW,
+    ROOT,
+    TEST_RECORDS,
+    _sample_png,
+    make_record,
+    write_fixture_results,
+)
 from typer.testing import CliRunner
 
 from pabench.cli import app
@@ -41,12 +48,14 @@ from pabench.leaderboard.scatter import MAX_LABELS, scatter
 from pabench.leaderboard.tables import Entry, Table
 from pabench.records import (
     MAX_RECORD_BYTES,
+    REFERENCES,
     SCHEMA_VERSION,
     Record,
     RecordMeta,
     SubmissionInfo,
     ValidationSummary,
     read_record,
+    stored,
     write_record,
 )
 from pabench.submission import SubmissionMeta
@@ -56,7 +65,9 @@ Doc = dict[str, Any]
 
 
 def _doc(name: str = "unet", protocol: str = "known", version: int = 1) -> Doc:
-    return json.loads(make_record(protocol, version, name).model_dump_json())
+    """A record as stored, without a raw run (so without a reference file to resolve)."""
+    rec = make_record(protocol, version, name)
+    return json.loads(stored(rec.model_copy(update={"raw": None, "raw_attackers": []}))[0])
 
 
 def _write_doc(path: Path, doc: Doc) -> Path:
@@ -166,32 +177,84 @@ def test_unreadable_paths_are_one_line(tmp_path: Path) -> None:
         assert expected in _one_line(info.value, path)
 
 
-def test_committed_records_upgrade_and_build(tmp_path: Path) -> None:
-    """The 95 official v1 records read (upgraded to the current schema) and build a site
-    beside the v3 and v4 records of protocol v2."""
+def test_committed_records_are_slim_current_and_build(tmp_path: Path) -> None:
+    """The official folder holds each protocol's current (or next) version only, every record
+    in the current schema, under 30 kB, naming a reference that is there; it builds."""
     every = sorted(COMMITTED.glob("*.json"))
-    paths = [p for p in every if json.loads(p.read_text())["schema_version"] == 1]
-    assert len(paths) >= 95
-    assert {json.loads(p.read_text())["schema_version"] for p in every} <= {1, 3, 4}
-    records = [read_record(p) for p in paths]
-    assert SCHEMA_VERSION == 4 and all(r.schema_version == 4 for r in records)
-    assert all(r.submission.replicas == [] for r in records)  # one anonymizer for every seed
-    # v3 renamed utility: the upgrade carries the number over unchanged
-    old = json.loads(paths[0].read_text())["metrics"]["action_top1"]
-    assert records[0].metrics.action == old and records[0].metrics.action_metric == "top1"
-    eligible = {r.submission.meta.novel_eligibility for r in records}
-    assert eligible == {"n/a", "undeclared", "declared-disjoint"}
-    assert all(r.submission.validation is None for r in records)
+    assert len(every) >= 130
+    docs = {p: json.loads(p.read_text()) for p in every}
+    assert {d["schema_version"] for d in docs.values()} == {SCHEMA_VERSION}
+    assert max(p.stat().st_size for p in every) <= 30 * 1024
+    named = {d["raw_reference"] for d in docs.values()} - {None}
+    assert {p.stem for p in (COMMITTED / REFERENCES).iterdir()} == named
+    total = sum(p.stat().st_size for p in COMMITTED.rglob("*") if p.is_file())
+    assert total <= 15 * 2**20
+    tables = build_tables(load_records(COMMITTED))
+    assert {t.listing for t in tables} <= {"ranked", "diagnostic", "next"}
     summary = build_site(COMMITTED, ROOT / "leaderboard" / "reported", tmp_path / "site")
     assert summary.entries == len(every)
+
     def no_constants(c: str) -> None:
         pytest.fail(f"site JSON holds {c}")
 
     for data in (tmp_path / "site" / "data").glob("*.json"):
         json.loads(data.read_text(), parse_constant=no_constants)
-    # an upgraded record written back is the current schema and reads the same
-    assert write_record(records[0], tmp_path / "v2.json") is False
-    assert read_record(tmp_path / "v2.json") == records[0]
+
+
+def test_old_schema_records_upgrade(tmp_path: Path) -> None:
+    """A v1 record (protocol v1, as the archive holds it) reads as the current schema, and
+    written back is a slim current-schema record that reads the same."""
+    path = TEST_RECORDS / "pa-synth-tiny__known__identity.json"
+    old = json.loads(path.read_text())
+    assert old["schema_version"] == 1 and "raw" in old
+    record = read_record(path)
+    assert record.schema_version == SCHEMA_VERSION and record.submission.replicas == []
+    # v3 renamed utility: the upgrade carries the number over unchanged
+    assert record.metrics.action == old["metrics"]["action_top1"]
+    assert record.metrics.action_metric == "top1" and record.submission.validation is None
+    assert write_record(record, tmp_path / "v5.json") is False
+    doc = json.loads((tmp_path / "v5.json").read_text())
+    assert "raw" not in doc and (tmp_path / REFERENCES / f"{doc['raw_reference']}.json").is_file()
+    assert stored(read_record(tmp_path / "v5.json")) == stored(record)
+
+
+def test_references_are_stored_once_and_checked(tmp_path: Path) -> None:
+    """Records of one raw run share one reference file, named by its sha256; a missing or
+    changed reference is one line naming the file, and a v5 record may not inline its raw run."""
+    a, b = make_record("known", KNOWN_NOW, "unet"), make_record("known", KNOWN_NOW, "black")
+    write_record(a, tmp_path / "a.json")
+    write_record(b, tmp_path / "b.json")
+    [ref] = (tmp_path / REFERENCES).iterdir()
+    assert json.loads((tmp_path / "a.json").read_text())["raw_reference"] == ref.stem
+    assert stored(read_record(tmp_path / "b.json")) == stored(b)
+    text = ref.read_text()
+    ref.write_text(text.replace("92.0", "93.0", 1))
+    with pytest.raises(PabenchError) as info:
+        read_record(tmp_path / "a.json")
+    assert "the file was changed" in _one_line(info.value, ref)
+    ref.unlink()
+    with pytest.raises(PabenchError) as info:
+        read_record(tmp_path / "a.json")
+    assert "cannot read raw reference" in _one_line(info.value, ref)
+    inline = {**json.loads((tmp_path / "a.json").read_text()), "raw": None}
+    with pytest.raises(PabenchError) as info:
+        read_record(_write_doc(tmp_path / "inline.json", inline))
+    assert "raw: a v5 record keeps its raw run" in _one_line(info.value, tmp_path / "inline.json")
+
+
+def test_stored_numbers_are_rounded_to_what_they_mean(tmp_path: Path) -> None:
+    rec = make_record("known", KNOWN_NOW, "unet")
+    curve = rec.attackers[0].curves[0].model_copy(update={"train_loss": [0.123456789]})
+    rec = rec.model_copy(update={
+        "metrics": rec.metrics.model_copy(update={"action": 100 / 3, "action_drop": 1 / 3,
+                                                  "privacy_cmap": 56.9499999}),
+        "attackers": [rec.attackers[0].model_copy(update={"curves": [curve]})]})
+    write_record(rec, tmp_path / "r.json")
+    back = read_record(tmp_path / "r.json")
+    assert back.metrics.action == 33.3333 and back.metrics.action_drop == 0.333333
+    assert back.attackers[0].curves[0].train_loss == [0.1235]
+    # 4 decimals would store 56.95, which shows as 57.0: as many more as keep 56.9
+    assert back.metrics.privacy_cmap == 56.9499999 and f"{56.95:.1f}" == "57.0"
 
 
 def test_record_api_round_trip(tmp_path: Path) -> None:
@@ -207,7 +270,7 @@ def test_record_api_round_trip(tmp_path: Path) -> None:
     rec = rec.model_copy(update={"submission": sub})
     assert write_record(rec, tmp_path / "r.json") is False
     back = read_record(tmp_path / "r.json")
-    assert back == rec and back.submission.validation.checks == ["shape", "range"]
+    assert stored(back) == stored(rec) and back.submission.validation.checks == ["shape", "range"]
     assert back.submission.meta.licence == "MIT"
     assert back.submission.meta.training_data.datasets == ["kinetics"]
     with pytest.raises(ValidationError):
@@ -251,7 +314,7 @@ def test_write_record_never_replaces_another_submission_silently(tmp_path: Path)
     with pytest.raises(PabenchError, match="not a record this pabench reads"):
         write_record(mine, foreign)
     assert foreign.read_text() == "my notes"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.json", "r.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.json", "r.json", REFERENCES]
 
 
 def test_concurrent_writers_leave_one_intact_record(tmp_path: Path) -> None:
@@ -288,8 +351,9 @@ def test_concurrent_writers_leave_one_intact_record(tmp_path: Path) -> None:
     done.set()
     watcher.join()
     assert errors == [] and len(results) == 60
-    assert read_record(path) == rec
-    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temp files left
+    assert stored(read_record(path)) == stored(rec)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json", REFERENCES]
+    assert len(list((tmp_path / REFERENCES).iterdir())) == 1  # no temp files left
 
 
 @pytest.fixture
@@ -535,7 +599,8 @@ def test_add_never_replaces_an_official_record_silently(tmp_path: Path) -> None:
     results = tmp_path / "results"
     shutil.copytree(COMMITTED, results)
     before = _snapshot(results)
-    official = read_record(results / "pa-synth-tiny__known__identity.json")
+    name = f"pa-synth__tiny__known__v{KNOWN_NOW}__identity.json"
+    official = read_record(results / name)
     rec = official.model_copy(update={"submission": official.submission.model_copy(
         update={"sha256": "ee" * 32, "format": "torch.export"})})
     _sample_png(tmp_path / "user" / rec.samples[0])
@@ -543,11 +608,11 @@ def test_add_never_replaces_an_official_record_silently(tmp_path: Path) -> None:
     write_record(rec, src)
     res = CliRunner().invoke(app, ["leaderboard", "add", str(src), "--results", str(results)])
     assert isinstance(res.exception, PabenchError)
-    msg = _one_line(res.exception, results / "pa-synth-tiny__known__identity.json")
+    msg = _one_line(res.exception, results / name)
     assert "already holds identity (sha256" in msg and "--replace" in msg
     assert _snapshot(results) == before
     [added] = add_records([src], results, replace=True)
-    assert added.replaced and added.path.name == "pa-synth-tiny__known__identity.json"
+    assert added.replaced and added.path.name == name
     assert read_record(added.path).submission.sha256 == "ee" * 32
 
 
@@ -591,6 +656,19 @@ def test_refused_add_writes_nothing(case: str, tmp_path: Path) -> None:
     with pytest.raises(PabenchError) as info:
         add_records(sources, results)
     assert expected in str(info.value) and "\n" not in str(info.value)
+    assert _snapshot(results) == before
+
+
+def test_add_refuses_records_of_uncommitted_code(tmp_path: Path) -> None:
+    results = write_fixture_results(tmp_path)
+    before = _snapshot(results)
+    src = _user_record(tmp_path)
+    rec = read_record(src)
+    write_record(rec.model_copy(update={"pabench": {**rec.pabench, "git": "0123abc-dirty"}}),
+                 src, replace=True)
+    with pytest.raises(PabenchError) as info:
+        add_records([src], results)
+    assert "uncommitted code (git 0123abc-dirty)" in _one_line(info.value, src)
     assert _snapshot(results) == before
 
 

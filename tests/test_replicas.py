@@ -16,7 +16,7 @@ from pabench.errors import PabenchError
 from pabench.evaluation import EvaluationConfig, evaluate
 from pabench.evaluation.config import usable_cores
 from pabench.evaluation.run import resolve_submission
-from pabench.records import Replica, read_record, write_record
+from pabench.records import SCHEMA_VERSION, Replica, read_record, write_record
 from pabench.submission import export_submission
 
 TWO_SEEDS = quick_protocol("test-replicas", seeds=(0, 1))
@@ -59,7 +59,7 @@ def test_each_seed_scores_its_own_replica(synth_tiny, tmp_path):
     assert info.sha256 == alone0.submission.sha256
     assert info.replicas == [Replica(seed=1, sha256=alone1.submission.sha256)]
     stored = read_record(tmp_path / "out" / f"{rec.entry_id}.json")
-    assert stored.submission.replicas == info.replicas and stored.schema_version == 4
+    assert stored.submission.replicas == info.replicas and stored.schema_version == SCHEMA_VERSION
     assert alone0.submission.replicas == [] and alone0.metrics.ci_method != rec.metrics.ci_method
 
 
@@ -100,7 +100,7 @@ def test_replicas_are_part_of_what_a_record_replaces(tmp_path):
     """Same name and seed-0 anonymizer but other replicas is another submission: replacing
     its record needs --replace."""
     path = next(p for p in sorted(COMMITTED.glob("*.json"))
-                if json.loads(p.read_text())["schema_version"] == 3)
+                if not json.loads(p.read_text())["submission"].get("replicas"))
     record = read_record(path)
     target = tmp_path / path.name
     write_record(record, target)

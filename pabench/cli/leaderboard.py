@@ -1,4 +1,4 @@
-"""`pabench leaderboard build|serve|add|show|import-reported`."""
+"""`pabench leaderboard build|serve|add|archive|show|import-reported`."""
 
 from __future__ import annotations
 
@@ -23,11 +23,15 @@ def build(
     ),
     out_: Annotated[Path, typer.Option("--out", help="Output folder (replaced only by a "
                                        "finished build)")] = Path("site"),
+    archive_url: Annotated[str | None, typer.Option(
+        help="Where records of older protocol versions are archived (an http(s) URL, such as "
+        "the dataset repository `leaderboard archive --repo-id` pushed): linked from the "
+        "pages")] = None,
 ) -> None:
     """Render the static site: tables, trade-off plots, entry, protocol and reported pages."""
     from pabench.leaderboard import build_site
 
-    s = build_site(results, reported, out_)
+    s = build_site(results, reported, out_, archive_url=archive_url)
     out.print(Text.assemble(
         "built ", cell(s.out / "index.html"),
         f": {s.tables} tables, {s.entries} entries, {s.reported_groups} reported tables",
@@ -71,6 +75,31 @@ def add(
     for a in add_records(records, results, replace=replace):
         verb = ("replaced ", "bold yellow") if a.replaced else ("added ", "bold green")
         out.print(Text.assemble(verb, cell(a.path), " from ", cell(a.source)), soft_wrap=True)
+
+
+@app.command("archive")
+def archive_(
+    to: Annotated[Path, typer.Option(help="Archive folder, outside the results folder (a "
+                                     "dataset repository's files)")],
+    results: Annotated[Path, typer.Option(help="The official results folder")] = Path(
+        "leaderboard/results"
+    ),
+    repo_id: Annotated[str | None, typer.Option(
+        help="Push the archive folder to this Hugging Face dataset repository (ORG/NAME)")] = None,
+) -> None:
+    """Move records of older protocol versions to an archive folder and keep the results folder
+    to each protocol's current (and next) version, rewritten in the current record schema.
+
+    The archive is written and read back (and pushed, with --repo-id) before the results
+    folder changes; records already in the archive with the same bytes are kept."""
+    from pabench.leaderboard.archive import archive
+
+    s = archive(results, to, repo_id)
+    out.print(Text.assemble(
+        f"archived {s.archived} records to ", cell(to), f"; {s.kept} kept in ", cell(results),
+        f" ({s.rewritten} rewritten in the current schema)",
+        *((", pushed: ", cell(s.commit_url)) if s.commit_url else ()),
+    ), soft_wrap=True)
 
 
 @app.command()

@@ -4,7 +4,9 @@
 record is read and checked, the whole results folder is checked as it would be after the add
 (as `leaderboard build` will check it), and only then is anything written, so a refused add
 changes nothing. A record of an entry already in the folder replaces that entry's file only
-when it is the same submission, or with `replace`; either way the caller is told.
+when it is the same submission, or with `replace`; either way the caller is told. A record
+written from uncommitted code (its `git` ends in `-dirty`) is refused: an official number must
+be reproducible from a commit.
 """
 
 from __future__ import annotations
@@ -59,6 +61,10 @@ def add_records(paths: Iterable[Path], results: Path, *, replace: bool = False) 
     plans: dict[Path, _Plan] = {}
     for source in map(Path, paths):
         record = read_record(source)
+        git = record.pabench.get("git", "")
+        if git.endswith("-dirty"):
+            raise PabenchError(f"{source}: written from uncommitted code (git {git}); official "
+                               "records come from a committed tree: commit, then evaluate again")
         sources = sample_files(source, record)
         path = by_entry.get(record.entry_id.casefold(), results / f"{record.entry_id}.json")
         if path in plans:

@@ -18,6 +18,7 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -38,7 +39,9 @@ from pabench.leaderboard.tables import (
 )
 from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import RecordMeta
-from pabench.submission import TrainingData
+
+if TYPE_CHECKING:
+    from pabench.submission import TrainingData
 
 MARKER = ".pabench-site"  # only folders carrying it are replaced by a rebuild
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
@@ -240,7 +243,7 @@ def _swap(new: Path, out: Path) -> None:
 
 
 def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
-            samples: dict[str, list[Path]]) -> None:
+            samples: dict[str, list[Path]], archive_url: str | None) -> None:
     env = environment()
     static = resources.files("pabench.leaderboard") / "static"
     for item in sorted(static.iterdir(), key=lambda i: i.name):
@@ -249,7 +252,8 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
 
     def render(template: str, path: str, **ctx: object) -> None:
         root = "../" * path.count("/") or "./"
-        site.text(path, env.get_template(template).render(root=root, version=__version__, **ctx))
+        site.text(path, env.get_template(template).render(
+            root=root, version=__version__, archive_url=archive_url, **ctx))
 
     plots = {t.id: scatter(t) for t in tables if t.shown}
     for t in tables:
@@ -295,14 +299,18 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
     site.text(MARKER, "built by `pabench leaderboard build`; rebuilt from scratch\n")
 
 
-def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
-    """Build index, archive, entry, protocol and reported pages plus JSON/CSV downloads.
+def build_site(results: Path, reported: Path, out: Path,
+               archive_url: str | None = None) -> BuildSummary:
+    """Build index, archive, entry, protocol and reported pages plus JSON/CSV downloads; the
+    index and archive pages link `archive_url`, where older versions' records are archived.
 
     Every input is read and checked first, the site is rendered into a fresh sibling folder,
     and only a finished build replaces `out`: a bad record, a full disk or a crash leaves the
     previous site as it was.
     """
     results, reported, out = Path(results), Path(reported), Path(os.path.normpath(out))
+    if archive_url is not None and not _is_web_url(archive_url):
+        raise PabenchError(f"--archive-url {archive_url!r}: must be an http(s) URL")
     _check_out(out, [results, reported])
     tables = build_tables(load_records(results))
     groups: list[ReportedGroup] = load_reported(reported)
@@ -311,7 +319,7 @@ def build_site(results: Path, reported: Path, out: Path) -> BuildSummary:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()  # (not mkdtemp: its 0700 mode would hide the site from a web server)
-        _render(_Files(tmp), tables, groups, samples)
+        _render(_Files(tmp), tables, groups, samples, archive_url)
         _swap(tmp, out)
     except OSError as e:
         raise PabenchError(f"{out}: cannot write the site ({e.strerror or e}"

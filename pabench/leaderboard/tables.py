@@ -7,6 +7,10 @@ of a ranked role rank their entries; older versions are archived, the next versi
 `ranked: false` listed below their table with the reasons. Table and entry ids are the
 records' own `table_id` / `entry_id`: unambiguous by construction, so no two tables or
 entries share a page or a download.
+
+The model registry and the learned baselines' recipes live beside the torch code that builds
+them, so they are imported where an entry first asks for them: importing the leaderboard (and
+reading records) does not load torch.
 """
 
 from __future__ import annotations
@@ -21,10 +25,8 @@ from typing import Literal
 import pandas as pd
 
 from pabench.errors import PabenchError
-from pabench.models import MODELS
 from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
-from pabench.records import AttackerResult, Metrics, Record, read_record
-from pabench.training.anonymizer import RECIPES, default_recipe
+from pabench.records import REFERENCES, AttackerResult, Metrics, Record, read_record
 
 REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured against
 LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
@@ -90,6 +92,8 @@ class Entry:
     @property
     def learned_baseline(self) -> bool:
         """pabench's own trained f_A (`baseline:spact` ...), whose recipe can change."""
+        from pabench.training.anonymizer import RECIPES
+
         s = self.record.submission
         return s.format == "baseline" and s.name in RECIPES
 
@@ -100,6 +104,8 @@ class Entry:
         now" each; empty when it is the current one, None when not a learned baseline or the
         record predates records naming their recipe. A recipe change leaves old records
         standing until re-made: this tells a reader which ones score an older f_A."""
+        from pabench.training.anonymizer import default_recipe
+
         recorded = self.record.submission.meta.training_recipe
         if not self.learned_baseline or recorded is None:
             return None
@@ -139,6 +145,8 @@ class Entry:
     @staticmethod
     def is_probe(attacker: AttackerResult) -> bool:
         """A floor under the worst case (`linear-probe`), weak on raw data by design."""
+        from pabench.models import MODELS
+
         return attacker.arch in MODELS and MODELS.get(attacker.arch).probe
 
     def row(self, table: Table) -> dict[str, object]:
@@ -343,8 +351,9 @@ def tie_ranks(scores: list[float], cis: list[tuple[float, float]]) -> list[tuple
 
 
 def load_records(results: Path) -> list[tuple[Path, Record]]:
-    """Every record under `results` (hidden files, such as temp files, skipped), in a stable
-    order. Symbolic links are refused: a record must be the file that was reviewed."""
+    """Every record under `results` (hidden files, such as temp files, and the raw references
+    in `references/` skipped), in a stable order. Symbolic links are refused: a record must be
+    the file that was reviewed."""
     results = Path(results)
     if not results.exists():
         raise PabenchError(f"results folder not found: {results}")
@@ -353,6 +362,7 @@ def load_records(results: Path) -> list[tuple[Path, Record]]:
     paths = sorted(
         p for p in results.rglob("*.json")
         if not any(part.startswith(".") for part in p.relative_to(results).parts)
+        and p.parent.name != REFERENCES
     )
     for p in paths:
         if p.is_symlink():
