@@ -117,8 +117,6 @@ def test_current_records_keep_their_rows_when_archived(tmp_path: Path) -> None:
     assert rows() == before
 
 
-@pytest.mark.xfail(strict=True, reason="pabench.records takes the sidecar schema from "
-                   "pabench.submission, whose package __init__ imports its torch modules")
 def test_leaderboard_and_records_import_without_torch() -> None:
     code = "import sys, pabench.leaderboard, pabench.records; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

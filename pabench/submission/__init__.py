@@ -38,28 +38,42 @@ graph), ``shape_expr``, ``load`` (files), ``baseline`` (in-repo modules), ``expo
 ``validate`` (+ ``measure``).
 """
 
-from pabench.submission.baseline import from_module
-from pabench.submission.core import EXPORT_HINT, InputSpec, Submission
-from pabench.submission.export import EXPORT_FORMATS, ExportFormat, check_format, export_submission
-from pabench.submission.load import load_submission
-from pabench.submission.meta import SubmissionMeta, TrainingData, read_meta
-from pabench.submission.validate import DEFAULT_BUDGETS, Budgets, ValidationReport, validate
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULT_BUDGETS",
-    "EXPORT_FORMATS",
-    "EXPORT_HINT",
-    "Budgets",
-    "ExportFormat",
-    "InputSpec",
-    "Submission",
-    "SubmissionMeta",
-    "TrainingData",
-    "ValidationReport",
-    "check_format",
-    "export_submission",
-    "from_module",
-    "load_submission",
-    "read_meta",
-    "validate",
-]
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pabench.submission.baseline import from_module
+    from pabench.submission.core import EXPORT_HINT, InputSpec, Submission
+    from pabench.submission.export import (
+        EXPORT_FORMATS,
+        ExportFormat,
+        check_format,
+        export_submission,
+    )
+    from pabench.submission.load import load_submission
+    from pabench.submission.meta import SubmissionMeta, TrainingData, read_meta
+    from pabench.submission.validate import (
+        DEFAULT_BUDGETS,
+        Budgets,
+        ValidationReport,
+        validate,
+    )
+
+_HOMES = {
+    "from_module": "baseline", "EXPORT_HINT": "core", "InputSpec": "core", "Submission": "core",
+    "EXPORT_FORMATS": "export", "ExportFormat": "export", "check_format": "export",
+    "export_submission": "export", "load_submission": "load", "SubmissionMeta": "meta",
+    "TrainingData": "meta", "read_meta": "meta", "DEFAULT_BUDGETS": "validate",
+    "Budgets": "validate", "ValidationReport": "validate", "validate": "validate",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> object:
+    """Names load their module on first use: records and the site read the sidecar schema
+    (`meta`) without importing torch, which the rest of the door needs."""
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
