@@ -68,7 +68,13 @@ _HOMES = {
     "TrainingData": "meta", "read_meta": "meta", "DEFAULT_BUDGETS": "validate",
     "Budgets": "validate", "ValidationReport": "validate", "validate": "validate",
 }
-__all__ = sorted(_HOMES)
+__all__ = [
+    "DEFAULT_BUDGETS", "EXPORT_FORMATS", "EXPORT_HINT", "Budgets", "ExportFormat", "InputSpec",
+    "Submission", "SubmissionMeta", "TrainingData", "ValidationReport", "check_format",
+    "export_submission", "from_module", "load_submission", "read_meta", "validate",
+]
+
+
 
 
 def __getattr__(name: str) -> object:
