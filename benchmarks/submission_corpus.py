@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from hostile import CASES  # noqa: E402
 
+from pabench.anonymizers import reserved_names  # noqa: E402
 from pabench.errors import PabenchError, one_line  # noqa: E402
 from pabench.submission import (  # noqa: E402
     ValidationReport,
@@ -97,7 +98,7 @@ def main() -> None:
             folder = out / f"case{i}"
             folder.mkdir()
             path = case.build(good, folder, folder / "ran")
-            _attempt(case.name, lambda p=path: load_submission(p))
+            _attempt(case.name, lambda p=path: load_submission(p, reserved=reserved_names()))
             assert not (folder / "ran").exists(), case.name
         if args.skip_behaviour:
             return

@@ -216,7 +216,7 @@ def test_torchvision_detector_loads_local_weights(tmp_path) -> None:
 def test_registry_is_complete_whatever_was_imported() -> None:
     """A fresh interpreter that imports only the package sees every baseline on first lookup."""
     code = ("import sys; from pabench.anonymizers import ANONYMIZERS; "
-            "assert 'pabench.anonymizers.learned_baselines' not in sys.modules; "
+            "assert 'pabench.training.baselines' not in sys.modules; "
             "print(','.join(ANONYMIZERS.names()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)

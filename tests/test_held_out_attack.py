@@ -11,13 +11,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from pabench.anonymizers.learned_baselines import train_and_export
 from pabench.cli import app
 from pabench.errors import PabenchError
 from pabench.protocols import NEXT, PROTOCOLS, Schedule, get_protocol
 from pabench.training import anonymizer, held_out
 from pabench.training.anonymizer import RECIPES, default_recipe, train_anonymizer
 from pabench.training.attackers import HELD_OUT_ATTACKER, TRAINING_ONLY
+from pabench.training.baselines import train_and_export
 from pabench.training.held_out import held_out_attack, held_out_attackers
 
 
@@ -62,7 +62,7 @@ def test_train_baseline_refuses_the_measure_on_real_data(tmp_path):
 def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
     """Through the CLI on a micro recipe, and attackers of two epochs: the result file names
     the export's recipe."""
-    from pabench.anonymizers import learned_baselines
+    from pabench.training import baselines as learned_baselines
 
     monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
     monkeypatch.setattr(held_out, "TRAIN_CLIPS", 32)

@@ -18,9 +18,8 @@ import torch
 from quick import one_line_error, pabench_main, torchrun
 from typer.testing import CliRunner
 
-from pabench.anonymizers import BuildContext, get_anonymizer, learned_baselines
+from pabench.anonymizers import BuildContext, get_anonymizer
 from pabench.anonymizers.learned import TRAIN_DATASET, AnonymizerUNet
-from pabench.anonymizers.learned_baselines import cache_path, load_or_train, training_data
 from pabench.anonymizers.segmenter import TRAIN_DATASET as SEGMENTER_TRAIN
 from pabench.cli import app
 from pabench.data.synth import (
@@ -36,6 +35,7 @@ from pabench.evaluation.run import resolve_submission
 from pabench.protocols import PROTOCOLS
 from pabench.runtime import digest, numerics
 from pabench.submission import load_submission, validate
+from pabench.training import baselines as learned_baselines
 from pabench.training.anonymizer import (
     _SSL,
     METHODS,
@@ -49,6 +49,7 @@ from pabench.training.anonymizer import (
     pretrain_identity,
     train_anonymizer,
 )
+from pabench.training.baselines import cache_path, load_or_train, training_data
 from pabench.training.pools import Batches, as_tensor, render_pool, synth_source
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pabench.anonymizers import Identity
+from pabench.anonymizers import Identity, reserved_names
 from pabench.errors import PabenchError
 from pabench.submission import (
     DEFAULT_BUDGETS,
@@ -250,7 +250,7 @@ def test_hostile_sidecar_names_refused_in_one_line(conv_files: dict[str, Path], 
     sidecar = path.with_suffix(".json")
     sidecar.write_text(json.dumps({"name": name}))
     with pytest.raises(PabenchError) as err:
-        load_submission(path)
+        load_submission(path, reserved=reserved_names())
     msg = str(err.value)
     assert str(sidecar) in msg and "\n" not in msg and "name" in msg
     if name.lower() in ("identity", "downsample-4x", "spact"):
@@ -261,10 +261,10 @@ def test_file_stem_may_not_be_a_baseline_name(conv_files: dict[str, Path],
                                               tmp_path: Path) -> None:
     path = Path(shutil.copy(conv_files["torchscript"], tmp_path / "box-black-face.pt2"))
     with pytest.raises(PabenchError, match="reserved for the in-repo baseline") as err:
-        load_submission(path)
+        load_submission(path, reserved=reserved_names())
     assert str(path) in str(err.value)
     path.with_suffix(".json").write_text(json.dumps({"name": "my-box-black-face_v1.2"}))
-    assert load_submission(path).name == "my-box-black-face_v1.2"
+    assert load_submission(path, reserved=reserved_names()).name == "my-box-black-face_v1.2"
 
 
 def test_validation_report_carries_the_measurements() -> None:

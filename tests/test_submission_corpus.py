@@ -14,6 +14,7 @@ import torch
 from hostile import CASES, Case, duplicate_constants
 from quick import one_line_error, pabench_main
 
+from pabench.anonymizers import reserved_names
 from pabench.errors import MAX_MESSAGE, PabenchError, one_line
 from pabench.submission import Budgets, export_submission, from_module, load_submission, validate
 
@@ -48,7 +49,7 @@ def test_refused_in_one_line_nothing_run_nothing_written(case: Case, good: dict[
     before = _tree(tmp_path)
     capfd.readouterr()
     with pytest.raises(PabenchError) as err:
-        load_submission(path)
+        load_submission(path, reserved=reserved_names())
     msg = one_line(err.value)
     assert msg == str(err.value), "the refusal itself is one line"
     named = str(path.with_suffix(""))  # the file, or its sidecar NAME.json

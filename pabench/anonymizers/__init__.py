@@ -5,7 +5,10 @@ shape and range. Baselines that need trained parts (e.g. a person segmenter for 
 them through `BuildContext`, so the exported module stays one self-contained file.
 
 `ANONYMIZERS` imports the modules that register baselines on its first lookup, so every caller
-sees all of them whatever it imported before.
+sees all of them whatever it imported before. The learned baselines register from
+`pabench.training.baselines`, beside the training that makes them: this room holds what every
+anonymizer shares (the contract, the fixed baselines, the f_A network, the trained-parts cache)
+and imports no room above it.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class AnonymizerSpec:
 
 ANONYMIZERS: Registry[AnonymizerSpec] = Registry(
     "anonymizer",
-    modules=("pabench.anonymizers.baselines", "pabench.anonymizers.learned_baselines"),
+    modules=("pabench.anonymizers.baselines", "pabench.training.baselines"),
 )
 
 
@@ -107,6 +110,11 @@ for _name, _desc, _module in [
     ("black", "Control: every pixel black (no information; must sit at chance)", Black),
 ]:
     ANONYMIZERS.add(_name, AnonymizerSpec(_name, _desc, lambda ctx, m=_module: m(), "control"))
+
+
+def reserved_names() -> list[str]:
+    """Names no submission may take: records and rows are keyed by name."""
+    return ANONYMIZERS.names()
 
 
 def get_anonymizer(name: str) -> AnonymizerSpec:

@@ -6,7 +6,7 @@ from motion. Its output is a sigmoid, so it lies in [0, 1]; it is tensor-only an
 torch.export and TorchScript like every other baseline.
 
 This module holds only the network, so that the training loops (`pabench.training.anonymizer`)
-and the registered baselines (`pabench.anonymizers.learned_baselines`) both import it without
+and the registered baselines (`pabench.training.baselines`) both import it without
 importing each other. The class stays here: its module path is part of a baseline's sha256
 (`pabench.submission.from_module`), which keys caches and records.
 """

@@ -59,10 +59,10 @@ def train_baseline(
 ) -> None:
     """Train a learned baseline on pa-synth or on built real datasets (or reuse its cache) and
     export it: progress and curves on stderr, the written paths on stdout."""
-    from pabench.anonymizers.learned_baselines import train_and_export
     from pabench.cli.progress import progress_bar
     from pabench.runtime import pabench_home
     from pabench.training.anonymizer import default_recipe
+    from pabench.training.baselines import train_and_export
 
     with checking_arguments():
         default_recipe(name)

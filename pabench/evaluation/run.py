@@ -18,7 +18,7 @@ import torch
 from filelock import FileLock, Timeout
 
 import pabench
-from pabench.anonymizers import BuildContext, get_anonymizer
+from pabench.anonymizers import BuildContext, get_anonymizer, reserved_names
 from pabench.errors import PabenchError
 from pabench.evaluation.anonymize import anonymize
 from pabench.evaluation.config import EvaluationConfig, workers_and_threads
@@ -61,8 +61,10 @@ def resolve_submission(spec: str | Path, ctx: BuildContext, meta_path: Path | No
     (files of its other training seeds)."""
     text = str(spec)
     if not text.startswith("baseline:"):
-        sub = load_submission(Path(text), meta_path, device=ctx.device)
-        sub.replicas = tuple(dataclasses.replace(load_submission(Path(r), device=ctx.device),
+        sub = load_submission(Path(text), meta_path, device=ctx.device,
+                              reserved=reserved_names())
+        sub.replicas = tuple(dataclasses.replace(load_submission(Path(r), device=ctx.device,
+                                                                 reserved=reserved_names()),
                                                  name=sub.name, meta=sub.meta)
                              for r in replicas)
         return sub

@@ -35,7 +35,7 @@ CPU: peak bytes of live tensors the call creates), parameters and FLOPs of one c
 
 Modules, one job each: ``meta`` (sidecar schema), ``archive`` (the zip), ``safety`` (members and
 graph), ``shape_expr``, ``load`` (files), ``baseline`` (in-repo modules), ``export``,
-``validate`` (+ ``measure``).
+``behaviour`` (``validate``, + ``measure``).
 """
 
 from __future__ import annotations
@@ -45,6 +45,12 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from pabench.submission.baseline import from_module
+    from pabench.submission.behaviour import (
+        DEFAULT_BUDGETS,
+        Budgets,
+        ValidationReport,
+        validate,
+    )
     from pabench.submission.core import EXPORT_HINT, InputSpec, Submission
     from pabench.submission.export import (
         EXPORT_FORMATS,
@@ -54,19 +60,13 @@ if TYPE_CHECKING:
     )
     from pabench.submission.load import load_submission
     from pabench.submission.meta import SubmissionMeta, TrainingData, read_meta
-    from pabench.submission.validate import (
-        DEFAULT_BUDGETS,
-        Budgets,
-        ValidationReport,
-        validate,
-    )
 
 _HOMES = {
     "from_module": "baseline", "EXPORT_HINT": "core", "InputSpec": "core", "Submission": "core",
     "EXPORT_FORMATS": "export", "ExportFormat": "export", "check_format": "export",
     "export_submission": "export", "load_submission": "load", "SubmissionMeta": "meta",
-    "TrainingData": "meta", "read_meta": "meta", "DEFAULT_BUDGETS": "validate",
-    "Budgets": "validate", "ValidationReport": "validate", "validate": "validate",
+    "TrainingData": "meta", "read_meta": "meta", "DEFAULT_BUDGETS": "behaviour",
+    "Budgets": "behaviour", "ValidationReport": "behaviour", "validate": "behaviour",
 }
 __all__ = [
     "DEFAULT_BUDGETS", "EXPORT_FORMATS", "EXPORT_HINT", "Budgets", "ExportFormat", "InputSpec",

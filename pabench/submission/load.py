@@ -8,14 +8,13 @@ import io
 import logging
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import sympy
 import torch
 from torch.export import ExportedProgram
 
-from pabench.anonymizers import ANONYMIZERS
 from pabench.errors import PabenchError
 from pabench.runtime import check_name
 from pabench.submission.archive import read_archive
@@ -30,14 +29,16 @@ from pabench.submission.safety import (
 )
 
 
-def submission_name(path: Path, meta: SubmissionMeta, sidecar: Path) -> str:
+def submission_name(path: Path, meta: SubmissionMeta, sidecar: Path,
+                    reserved: Collection[str] = ()) -> str:
     """The sidecar's `name`, else the file stem; it keys records and leaderboard rows, so it
-    must be a valid entry name and not a built-in baseline's (compared case-insensitively:
-    records are files, and some file systems fold case)."""
+    must be a valid entry name and none of `reserved` (the in-repo baselines' names, which the
+    caller passes: the door sits below the baselines), compared case-insensitively: records are
+    files, and some file systems fold case."""
     name = meta.name if meta.name is not None else path.stem
     source = f"submission meta {sidecar}" if meta.name is not None else f"submission {path}"
     check_name(name, source)
-    taken = {n.lower(): n for n in ANONYMIZERS.names()}
+    taken = {n.lower(): n for n in reserved}
     if name.lower() in taken:
         raise PabenchError(
             f"{source}: name {name!r} is reserved for the in-repo baseline "
@@ -88,17 +89,19 @@ def _reason(e: BaseException) -> str:
     return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
 
 
-def load_submission(path: Path, meta_path: Path | None = None, device: str = "cpu") -> Submission:
+def load_submission(path: Path, meta_path: Path | None = None, device: str = "cpu",
+                    reserved: Collection[str] = ()) -> Submission:
     """Load an untrusted anonymizer file without executing Python code from it: torch reads
     only a fresh archive of the members pabench has checked (`archive`, `safety`).
 
-    The sidecar is `meta_path`, else `NAME.json` next to the file if present."""
+    The sidecar is `meta_path`, else `NAME.json` next to the file if present; its name may be
+    none of `reserved` (`pabench.anonymizers.reserved_names()`)."""
     path = Path(path)
     archive, data = read_archive(path)
     fmt = detect_format(path, set(archive.files))
     sidecar = Path(meta_path) if meta_path is not None else path.with_suffix(".json")
     meta = read_meta(sidecar) if meta_path is not None or sidecar.is_file() else SubmissionMeta()
-    name = submission_name(path, meta, sidecar)
+    name = submission_name(path, meta, sidecar, reserved)
     sha = hashlib.sha256(data).hexdigest()
     weight_bytes = sum(len(b) for n, b in archive.files.items() if _WEIGHTS.fullmatch(n))
     if fmt == "torch.export":

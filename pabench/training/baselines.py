@@ -1,5 +1,6 @@
 """The learned baselines (SPAct, penalty-driven SPAct, VITA and its GRL and K-Beam solvers,
-MPPAR): registered, trained on first use and cached, and exported.
+MPPAR): registered in `pabench.anonymizers`' registry, trained on first use and cached, and
+exported.
 
 `baseline:NAME` trains for the requested preset (recipes and loops in
 `pabench.training.anonymizer`, the network in `pabench.anonymizers.learned`) on clips rendered
