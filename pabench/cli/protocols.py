@@ -1,4 +1,5 @@
-"""`pabench protocols list|show|docs`: the versioned protocols, as the catalog defines them."""
+"""`pabench protocols list|show|docs|calibrate`: the versioned protocols, as the catalog defines
+them, and how far pa-synth's results agree with the papers'."""
 
 from __future__ import annotations
 
@@ -87,3 +88,41 @@ def write_docs(
         return
     out_path.write_text(text)
     err.print(cell(f"wrote {out_path}"))
+
+
+@app.command("calibrate")
+def calibrate(
+    results: Path = typer.Option(Path("leaderboard/results"), help="Folder of result records"),
+    reported: Path = typer.Option(Path("leaderboard/reported"), help="Vendored paper results "
+                                  "(with SPAct Table 1)"),
+    version: int | None = typer.Option(None, min=1, help="Protocol version to calibrate (default: "
+                                       "each protocol's current one)"),
+    json_out: bool = typer.Option(False, "--json", help="Print the calibration as JSON"),
+) -> None:
+    """How far pa-synth orders the papers' fixed transforms as the papers do: per protocol,
+    Spearman's rho of action top-1 and worst-case privacy cMAP against SPAct Table 1, the
+    downsampling cost and order, each against its target."""
+    from pabench.leaderboard.calibration import MEANING, METHODS, calibration, shown
+
+    found = calibration(results, reported, version)
+    if json_out:
+        print_json([c.as_dict() for c in found])
+        return
+    checks = found[0].checks
+    table = Table("protocol", "paper's action / privacy data", "n",
+                  *(f"{c.name} ({c.target})" for c in checks),
+                  "paper's own rho (action, privacy)", "paper's 4x cost",
+                  title="pa-synth against the papers", caption=cell(
+                      MEANING + " Methods (paper -> pa-synth): "
+                      + ", ".join(f"{r} -> {o}" for r, o in METHODS.items()) + "."))
+    for c in found:
+        table.add_row(
+            cell(f"{c.protocol}@{c.version} ({c.preset})"), cell(c.datasets),
+            str(c.n), *(f"{k.shown} {k.verdict}" for k in c.checks),
+            f"{shown(c.paper_action_rho)}, {shown(c.paper_privacy_rho)}",
+            shown(c.paper_cost, 1))
+    print_table(table)
+    for c in found:
+        if c.missing:
+            err.print(cell(f"{c.protocol}@{c.version}: not matched (one side lacks it): "
+                           + ", ".join(f"{r} -> {o}" for r, o in c.missing)))

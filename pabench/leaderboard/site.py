@@ -25,6 +25,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pabench import __version__
 from pabench.errors import PabenchError
+from pabench.leaderboard.calibration import MEANING, METHODS, calibrate
 from pabench.leaderboard.curves import curve_plots
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
@@ -294,7 +295,8 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
     render(
         "index.html.j2", "index.html", ranked=listed["ranked"],
         diagnostic=listed["diagnostic"], upcoming=listed["next"], archived=listed["archived"],
-        plots=plots, sources=by_source(groups),
+        plots=plots, sources=by_source(groups), calibrations=calibrate(tables, groups),
+        calibration_meaning=MEANING, calibration_methods=METHODS,
     )
     site.text(MARKER, "built by `pabench leaderboard build`; rebuilt from scratch\n")
 
