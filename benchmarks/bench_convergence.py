@@ -30,7 +30,7 @@ def _train(args: tuple) -> dict:
 
     torch.set_num_threads(1)
     from pabench.data.clipset import load_clipset
-    from pabench.evaluation.data import ensure_data
+    from pabench.data.home import ensure_data
     from pabench.protocols import SYNTH_SCHEDULE
     from pabench.training import FitSpec, fit
 
@@ -76,7 +76,7 @@ def main() -> None:
         tasks.append((model, target or "attributes", a.epochs, a.preset, a.data_version, a.seed,
                       overrides))
     # build the data once before the workers read it
-    from pabench.evaluation.data import ensure_data
+    from pabench.data.home import ensure_data
     ensure_data("pa-synth", a.preset, None, None, data_version=a.data_version)
     with ProcessPoolExecutor(a.jobs) as pool:
         results = list(pool.map(_train, tasks))

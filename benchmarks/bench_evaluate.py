@@ -197,8 +197,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.child:
         return child(args)
+    from pabench.data.home import synth_dir
     from pabench.data.synth import build_synth, resolve_preset
-    from pabench.evaluation.data import synth_dir
 
     args.preset = resolve_preset(args.preset, args.device)
     sys.path.insert(0, str(Path(__file__).parent))

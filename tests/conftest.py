@@ -103,7 +103,7 @@ def fo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
     db = tmp_path_factory.mktemp("fiftyone-db")
     before = os.environ.get("FIFTYONE_DATABASE_DIR")
     os.environ["FIFTYONE_DATABASE_DIR"] = str(db)
-    from pabench.data.fiftyone_view import import_fiftyone
+    from pabench.integrations.fiftyone_view import import_fiftyone
 
     fiftyone = import_fiftyone()
     fiftyone.config.database_dir = str(db)

@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 
 from pabench.cli.datasets import app
 from pabench.data.hub import DatasetMeta
-from pabench.data.push import files_to_push, preview_features, push_dataset
 from pabench.errors import PabenchError
+from pabench.integrations.hub_push import files_to_push, preview_features, push_dataset
 
 
 @pytest.fixture

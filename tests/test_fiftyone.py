@@ -65,7 +65,7 @@ def test_stored_masks_are_the_rendered_ones(split: Path) -> None:
 
 
 def test_view_without_the_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pabench.data.fiftyone_view import import_fiftyone
+    from pabench.integrations.fiftyone_view import import_fiftyone
 
     monkeypatch.setitem(sys.modules, "fiftyone", None)  # import fails as if not installed
     with pytest.raises(PabenchError, match=r'pip install -e "\.\[fiftyone\]"'):
@@ -249,7 +249,7 @@ def test_pushed_fiftyone_files_carry_masks_and_a_repush_encodes_nothing(
     every frame, and pushing the same build again reuses every cached preview."""
     from fiftyone.utils.huggingface import load_from_hub
 
-    from pabench.data import push
+    from pabench.integrations import hub_push as push
 
     folder = _synth_pa(tmp_path / "data")
 

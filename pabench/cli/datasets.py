@@ -127,8 +127,8 @@ def build(
     ] = None,
 ) -> None:
     """Build a dataset into a Hub-ready folder (README card, parquet, media)."""
+    from pabench.data.home import synth_dir
     from pabench.data.synth import GENERATOR_VERSION, SYNTH_DATASETS, build_synth, resolve_preset
-    from pabench.evaluation.data import synth_dir
 
     start = time.perf_counter()
     if name in BENCHMARKS or name in SYNTH_DATASETS:
@@ -200,11 +200,11 @@ def push(
 ) -> None:
     """Upload a built dataset to the Hugging Face Hub with browser-playable previews (token:
     HF_TOKEN or hf login); files of the repo this push does not write are deleted."""
-    from pabench.data.push import push_dataset
+    from pabench.integrations.hub_push import push_dataset
 
     folder = (data_dir or data_home()) / name
     if fiftyone:
-        from pabench.data.fiftyone_view import import_fiftyone
+        from pabench.integrations.fiftyone_view import import_fiftyone
 
         with checking_arguments():
             import_fiftyone()  # before any work: the fix is an install, not a retry
@@ -274,14 +274,14 @@ def view(
 
     Prints the FiftyOne dataset's name (reused while the data is unchanged), then serves the
     App until Ctrl-C."""
-    from pabench.data.fiftyone_view import (
+    from pabench.data.hub import find_dataset
+    from pabench.integrations.fiftyone_app import serve_app
+    from pabench.integrations.fiftyone_view import (
         add_predictions,
         build_view,
         import_fiftyone,
         read_predictions,
-        serve_app,
     )
-    from pabench.data.hub import find_dataset
 
     with checking_arguments():
         import_fiftyone()  # before any work: the fix is an install, not a retry

@@ -57,8 +57,8 @@ def check_video() -> Check:
     import av
     import numpy as np
 
-    from pabench.data.fiftyone_view import encode_preview
     from pabench.data.hub import decode_video, encode_mp4
+    from pabench.integrations.previews import encode_preview
 
     clip = np.random.default_rng(0).integers(0, 256, (4, 16, 16, 3), dtype=np.uint8)
     fix = "reinstall PyAV: pip install --force-reinstall av"
@@ -78,10 +78,10 @@ def check_video() -> Check:
 
 def check_fiftyone(timeout: float = TIMEOUT_S) -> Check:
     """Import FiftyOne and start its database in a child process, so a hang is bounded."""
-    from pabench.data.fiftyone_view import INSTALL_HINT
+    from pabench.integrations.fiftyone_view import INSTALL_HINT
 
     name = "fiftyone (optional: pabench datasets view)"
-    code = ("from pabench.data.fiftyone_view import import_fiftyone, start_database\n"
+    code = ("from pabench.integrations.fiftyone_view import import_fiftyone, start_database\n"
             "fo = import_fiftyone(); start_database(fo)\n"
             "print(fo.__version__, fo.config.database_dir)")
     try:

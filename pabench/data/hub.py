@@ -216,7 +216,7 @@ def find_dataset(name: str, data_dir: Path | None, preset: str,
     if (path / META_FILE).is_file():
         return path
     if name in SYNTH_DATASETS:
-        from pabench.evaluation.data import synth_dir
+        from pabench.data.home import synth_dir
 
         get_preset(preset)
         parent = data_dir or synth_dir(preset)

@@ -7,18 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pabench.data.clipset import ClipSet, load_clipset
-from pabench.data.hub import META_FILE, built_dataset
-from pabench.data.registry import BENCHMARKS
-from pabench.data.synth import (
-    GENERATOR_VERSION,
-    PUBLIC_TEST_SEED,
-    TestSeed,
-    build_synth,
-    get_preset,
-)
+from pabench.data.home import ensure_data
+from pabench.data.hub import built_dataset
+from pabench.data.synth import PUBLIC_TEST_SEED, TestSeed, get_preset
 from pabench.evaluation.config import EvaluationConfig
 from pabench.protocols import REAL_FRAMES_PER_CLIP, DataRef, ProtocolSpec
-from pabench.runtime import Progress, barrier, is_rank0, pabench_home
+from pabench.runtime import Progress, pabench_home
 
 
 @dataclass
@@ -47,32 +41,6 @@ class Run:
 
     def count(self, name: str, n: int) -> None:
         self.timings[name] = self.timings.get(name, 0) + n
-
-
-def synth_dir(preset: str, data_version: int = GENERATOR_VERSION,
-              test_seed: TestSeed = PUBLIC_TEST_SEED) -> Path:
-    """Where pa-synth lives under PABENCH_HOME: one folder per (generator version, preset,
-    test seed); v1's folder keeps its old name, so v1 records stay reproducible."""
-    name = f"pa-synth-{preset}" if data_version == 1 else f"pa-synth-v{data_version}-{preset}"
-    if test_seed.commitment:
-        name += f"-private-{test_seed.commitment[:16]}"
-    return pabench_home() / "datasets" / name
-
-
-def ensure_data(benchmark: str, preset: str, data_dir: Path | None,
-                progress: Progress | None, data_version: int = GENERATOR_VERSION,
-                test_seed: TestSeed = PUBLIC_TEST_SEED) -> Path:
-    """pa-synth builds itself on first use; real datasets must have been built by the user."""
-    if benchmark == "pa-synth":
-        get_preset(preset)
-        root = data_dir or synth_dir(preset, data_version, test_seed)
-        missing = tuple(n for n in BENCHMARKS["pa-synth"] if not (root / n / META_FILE).is_file())
-        if missing and is_rank0():
-            build_synth(root, preset=preset, names=missing, progress=progress,
-                        version=data_version, test_seed=test_seed)
-        barrier()
-        return root
-    return data_dir or pabench_home() / "datasets"
 
 
 def start_run(config: EvaluationConfig, device: str, progress: Progress | None,

@@ -41,18 +41,16 @@ from huggingface_hub import (
 from huggingface_hub.errors import HFValidationError, HTTPError  # HTTPError: transport too
 from huggingface_hub.utils import validate_repo_id
 
-from pabench.data.fiftyone_view import (
-    PREVIEW_MIN_SIDE,
-    PREVIEW_OPTIONS,
-    encode_preview,
+from pabench.data.hub import META_FILE, DatasetMeta, decode_video, read_meta, split_fingerprint
+from pabench.errors import PabenchError
+from pabench.integrations.fiftyone_view import (
     fiftyone_sample,
     import_fiftyone,
     media_member,
     row_masks,
     sample_labels,
 )
-from pabench.data.hub import META_FILE, DatasetMeta, decode_video, read_meta, split_fingerprint
-from pabench.errors import PabenchError
+from pabench.integrations.previews import PREVIEW_MIN_SIDE, PREVIEW_OPTIONS, encode_preview
 from pabench.runtime import Progress, atomic_write, pabench_home
 
 PREVIEWS = "previews"

@@ -16,19 +16,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
-from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-import av
 import numpy as np
 import pandas as pd
 
@@ -41,6 +34,7 @@ from pabench.data.hub import (
     uniform_indices,
 )
 from pabench.errors import PabenchError
+from pabench.integrations.previews import encode_preview, preview_shape
 from pabench.runtime import Progress, digest, pabench_home, printable
 
 if TYPE_CHECKING:
@@ -49,8 +43,6 @@ if TYPE_CHECKING:
 INSTALL_HINT = 'pip install -e ".[fiftyone]"'
 VIEW_VERSION = 1  # bump when the layout below changes: it keys the dataset names
 MASK_TARGETS = {1: "person", 2: "face"}
-PREVIEW_MIN_SIDE = 128  # tiny clips are upscaled (nearest) so yuv420p keeps their colours
-PREVIEW_OPTIONS = (("crf", "12"), ("preset", "veryfast"))  # libx264's, for every preview
 ANONYMIZER_BATCH = 32  # windows per anonymizer call
 
 
@@ -370,37 +362,6 @@ def fiftyone_sample(fo: ModuleType, video: np.ndarray, path: Path, fps: float, s
     return sample
 
 
-def encode_preview(video: np.ndarray, fps: float, path: Path) -> tuple[int, int]:
-    """Write `video` (uint8 [T, H, W, 3]) as H.264 yuv420p mp4 that the App and browsers play
-    (pabench's lossless RGB masters do not); small clips are upscaled by a whole factor so
-    chroma subsampling keeps their colours. Returns the preview's (height, width)."""
-    h, w = preview_shape(video.shape)
-    scale = _preview_scale(video.shape)
-    if scale > 1:
-        video = video.repeat(scale, axis=1).repeat(scale, axis=2)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), "w", format="mp4", options={"movflags": "+faststart"}) as container:
-        stream = container.add_stream("libx264", rate=Fraction(fps).limit_denominator(1001))
-        stream.width, stream.height, stream.pix_fmt = w, h, "yuv420p"
-        stream.options = dict(PREVIEW_OPTIONS)
-        for frame in video[:, :h, :w]:
-            container.mux(stream.encode(av.VideoFrame.from_ndarray(
-                np.ascontiguousarray(frame), format="rgb24")))
-        container.mux(stream.encode())
-    return h, w
-
-
-def _preview_scale(shape: tuple[int, ...]) -> int:
-    return max(1, -(-PREVIEW_MIN_SIDE // min(shape[1:3])))
-
-
-def preview_shape(shape: tuple[int, ...]) -> tuple[int, int]:
-    """(height, width) of the preview of a video of `shape` [T, H, W, 3]: upscaled, then cut
-    to even sides (yuv420p needs them)."""
-    scale = _preview_scale(shape)
-    return shape[1] * scale // 2 * 2, shape[2] * scale // 2 * 2
-
-
 def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np.ndarray:
     """One video as the anonymizer outputs it, in the windows `pabench evaluate` uses
     (`evaluation.anonymize.windows`), each output checked for shape and finiteness."""
@@ -425,70 +386,3 @@ def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np
             for s, clip in zip(chunk, as_frames(y), strict=True):
                 out[s:s + frames] = clip
     return out
-
-
-def serve_app(name: str, address: str, port: int, ready, timeout: float = 120.0) -> None:
-    """Serve the FiftyOne App on `address:port` until Ctrl-C (or SIGTERM), then stop it.
-
-    The server runs as our own child in its own process group (FiftyOne's `launch_app` starts
-    a service wrapper that outlives a killed parent), and the whole group is stopped on the way
-    out. `ready(url)` is called once the App answers."""
-    import_fiftyone()
-    url = f"http://{address}:{port}/datasets/{name}"
-    probe = f"http://{'127.0.0.1' if address in ('0.0.0.0', '') else address}:{port}/fiftyone"
-    if _answers(probe):
-        raise PabenchError(f"{address}:{port}: a server is already answering there; pass "
-                           "another --port")
-    server = subprocess.Popen([sys.executable, "-m", "fiftyone.server.main", "--port",
-                               str(port), "--address", address], start_new_session=True,
-                              stdout=subprocess.DEVNULL)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        deadline = time.monotonic() + timeout
-        while not _answers(probe):
-            if server.poll() is not None:
-                raise PabenchError(f"the FiftyOne App server exited (status {server.returncode})"
-                                   f" before answering on {address}:{port}")
-            if time.monotonic() > deadline:
-                raise PabenchError(f"the FiftyOne App did not answer on {address}:{port} "
-                                   f"within {timeout:.0f} s")
-            time.sleep(0.5)
-        ready(url)
-        try:
-            server.wait()
-        except KeyboardInterrupt:
-            return
-        raise PabenchError(f"the FiftyOne App server stopped (status {server.returncode})")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        _stop_group(server)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
-def _stop_group(process: subprocess.Popen) -> None:
-    """Stop `process` and everything in its process group: politely, then for good."""
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            process.wait(wait)
-        except subprocess.TimeoutExpired:
-            continue
-        # the leader is gone; a straggler of its group still gets the signal on the next turn
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            break
