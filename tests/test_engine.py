@@ -47,7 +47,7 @@ def _run(sub, tmp_path, synth_tiny, protocol=QUICK, **kw):
 
 
 def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_path):
-    from pabench.runtime import pabench_home
+    from pabench.io import pabench_home
 
     rec = _run("baseline:identity", tmp_path, synth_tiny)
     path = tmp_path / "results" / f"pa-synth__tiny__test-quick__v{QUICK.version}__identity.json"

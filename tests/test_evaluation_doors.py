@@ -16,8 +16,8 @@ from quick import one_line_error, pabench_main, quick_protocol
 from typer.testing import CliRunner
 
 from pabench.errors import PabenchError
+from pabench.io import atomic_write_bytes, pabench_home
 from pabench.records import REFERENCES, read_record, stored
-from pabench.runtime import atomic_write_bytes, pabench_home
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -185,13 +185,13 @@ def test_media_is_never_probed_into_a_playlist(tmp_path: Path) -> None:
 
 def test_a_run_names_the_commit_it_started_from(monkeypatch) -> None:
     """Records of one process name one commit, though a commit lands while it runs."""
-    from pabench import runtime
+    from pabench import io as pio
 
     heads = iter(["1111111", "2222222"])
-    monkeypatch.setattr(runtime.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
+    monkeypatch.setattr(pio.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(
         a, 0, stdout=next(heads) + "\n"))
-    runtime.git_revision.cache_clear()
+    pio.git_revision.cache_clear()
     try:
-        assert [runtime.git_revision(), runtime.git_revision()] == ["1111111", "1111111"]
+        assert [pio.git_revision(), pio.git_revision()] == ["1111111", "1111111"]
     finally:
-        runtime.git_revision.cache_clear()
+        pio.git_revision.cache_clear()

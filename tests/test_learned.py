@@ -32,8 +32,9 @@ from pabench.data.synth import (
 )
 from pabench.errors import PabenchError
 from pabench.evaluation.run import resolve_submission
+from pabench.io import digest
 from pabench.protocols import PROTOCOLS
-from pabench.runtime import digest, numerics
+from pabench.runtime import numerics
 from pabench.submission import load_submission, validate
 from pabench.training import baselines as learned_baselines
 from pabench.training.anonymizer import (

@@ -14,7 +14,8 @@ from typing import TypeVar
 
 import torch
 
-from pabench.runtime import atomic_write, barrier, is_rank0, pabench_home
+from pabench.io import atomic_write, pabench_home
+from pabench.runtime import barrier, is_rank0
 
 T = TypeVar("T")
 log = logging.getLogger("pabench")

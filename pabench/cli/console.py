@@ -16,14 +16,14 @@ import logging
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from pabench.runtime import printable
+from pabench.io import printable
 
 out = Console(markup=False, emoji=False, highlight=False)
 err = Console(stderr=True, markup=False, emoji=False, highlight=False, soft_wrap=True)
 
 
 def clean(text: object) -> str:
-    """`text` as it may reach the terminal (see `runtime.printable`)."""
+    """`text` as it may reach the terminal (see `pabench.io.printable`)."""
     return printable(text)
 
 
@@ -33,12 +33,10 @@ def print_table(table: RenderableType) -> None:
     if out.is_terminal:
         out.print(table)
         return
-    width = out.width
-    out.width = max(width, out.measure(table, options=out.options.update_width(10_000)).maximum)
-    try:
-        out.print(table)
-    finally:
-        out.width = width
+    natural = out.measure(table, options=out.options.update_width(10_000)).maximum
+    wide = Console(file=out.file, width=max(out.width, natural), markup=False, emoji=False,
+                   highlight=False)  # `out` keeps following the terminal's width
+    wide.print(table)
 
 
 def print_json(data: object) -> None:

@@ -23,7 +23,7 @@ from pabench.cli.progress import progress_bar
 from pabench.cli.usage import UsageError, checking_arguments
 from pabench.data.registry import BENCHMARKS, DATASETS, DatasetSpec
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import pabench_home
+from pabench.io import pabench_home
 
 app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
 

@@ -121,7 +121,7 @@ def check_chromium() -> Check:
 
 def check_home() -> Check:
     from pabench.errors import PabenchError
-    from pabench.runtime import check_writable, pabench_home
+    from pabench.io import check_writable, pabench_home
 
     home = pabench_home()
     try:

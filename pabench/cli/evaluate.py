@@ -14,8 +14,8 @@ from pabench.cli.console import cell, clean, err, out, print_table
 from pabench.cli.progress import progress_bar
 from pabench.cli.usage import checking_arguments
 from pabench.errors import PabenchError
+from pabench.io import pabench_home
 from pabench.records import Record
-from pabench.runtime import pabench_home
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -120,7 +120,8 @@ def evaluate(
 
     from pabench.evaluation import compute, expand, store
     from pabench.evaluation.store import predictions_path
-    from pabench.runtime import check_writable, is_rank0
+    from pabench.io import check_writable
+    from pabench.runtime import is_rank0
     from pabench.submission.core import fail
 
     with checking_arguments():

@@ -60,7 +60,7 @@ def train_baseline(
     """Train a learned baseline on pa-synth or on built real datasets (or reuse its cache) and
     export it: progress and curves on stderr, the written paths on stdout."""
     from pabench.cli.progress import progress_bar
-    from pabench.runtime import pabench_home
+    from pabench.io import pabench_home
     from pabench.training.anonymizer import default_recipe
     from pabench.training.baselines import train_and_export
 

@@ -23,7 +23,7 @@ from pabench.data.hub import (
 )
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import pabench_home, printable
+from pabench.io import pabench_home, printable
 
 
 @dataclass

@@ -13,7 +13,8 @@ from pabench.data.synth import (
     build_synth,
     get_preset,
 )
-from pabench.runtime import Progress, barrier, is_rank0, pabench_home
+from pabench.io import Progress, pabench_home
+from pabench.runtime import barrier, is_rank0
 
 
 def synth_dir(preset: str, data_version: int = GENERATOR_VERSION,

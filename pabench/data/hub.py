@@ -30,7 +30,7 @@ from pabench.errors import PabenchError
 if TYPE_CHECKING:  # `datasets` costs the CLI half a second at start-up: imported where used
     import datasets
 
-    from pabench.runtime import Progress
+    from pabench.io import Progress
 
 META_FILE = "pabench.json"
 _MAX_PART_BYTES = 255  # the file-name limit of common file systems
@@ -210,7 +210,7 @@ def find_dataset(name: str, data_dir: Path | None, preset: str,
     """A dataset folder from what a user types: a folder holding a build, a pa-synth dataset
     (built on first use, like `pabench evaluate` does) or a dataset built into `data_dir`."""
     from pabench.data.synth import SYNTH_DATASETS, build_synth, get_preset
-    from pabench.runtime import pabench_home  # lazy: runtime imports torch
+    from pabench.io import pabench_home  # lazy: runtime imports torch
 
     path = Path(name)
     if (path / META_FILE).is_file():
@@ -322,6 +322,6 @@ def read_meta(root: Path) -> DatasetMeta:
     except OSError as e:
         raise PabenchError(f"{path}: cannot read ({e.strerror})") from None
     except ValidationError as e:
-        from pabench.runtime import validation_error  # lazy: runtime imports torch
+        from pabench.io import validation_error  # lazy: runtime imports torch
 
         raise validation_error(path, e, "malformed dataset metadata") from None

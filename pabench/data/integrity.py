@@ -63,7 +63,7 @@ class DigestCache:
 
     def __init__(self, path: Path | None = None) -> None:
         if path is None:
-            from pabench.runtime import pabench_home  # lazy: runtime imports torch
+            from pabench.io import pabench_home  # lazy: runtime imports torch
 
             path = pabench_home() / "cache" / "digests.json"
         self.path = path
@@ -100,7 +100,7 @@ class DigestCache:
         """Write the cache if this instance hashed anything, merged over what others saved."""
         if not self.hashed:
             return
-        from pabench.runtime import atomic_write_text  # lazy: runtime imports torch
+        from pabench.io import atomic_write_text  # lazy: runtime imports torch
 
         merged = {**self._read(), **self.entries}
         with contextlib.suppress(OSError):  # a read-only home costs re-hashing, nothing else

@@ -24,7 +24,7 @@ import numpy as np
 
 from pabench.data.integrity import Stamp, hash_file
 from pabench.errors import PabenchError
-from pabench.runtime import atomic_write_text
+from pabench.io import atomic_write_text
 
 STORE_FORMAT = 2  # 1: whole-array .npy hashed on every read; 2: streamed, stamp-checked
 

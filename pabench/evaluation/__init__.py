@@ -10,9 +10,10 @@ from pathlib import Path
 from pabench.evaluation.config import EvaluationConfig, expand
 from pabench.evaluation.run import compute
 from pabench.evaluation.store import Evaluation, store
+from pabench.io import Progress, check_writable
 from pabench.protocols import ProtocolSpec
 from pabench.records import Record
-from pabench.runtime import Progress, check_writable, is_rank0
+from pabench.runtime import is_rank0
 from pabench.submission import Submission
 
 __all__ = ["Evaluation", "EvaluationConfig", "compute", "evaluate", "expand", "store"]

@@ -13,7 +13,8 @@ from pabench.data.clipset import ClipSet, as_frames, is_still, present
 from pabench.data.npystore import STORE_FORMAT, NpyWriter, open_npy, sidecar
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
-from pabench.runtime import ANONYMIZER_FLOAT32, digest, exact_float32, rank_world
+from pabench.io import digest
+from pabench.runtime import ANONYMIZER_FLOAT32, exact_float32, rank_world
 from pabench.submission import Submission
 
 

@@ -17,9 +17,9 @@ import numpy as np
 from pabench.data.clipset import ClipSet
 from pabench.evaluation.data import Run
 from pabench.evaluation.fit import fit_predict
+from pabench.io import digest
 from pabench.metrics import bootstrap_ci
 from pabench.records import Consistency
-from pabench.runtime import digest
 
 MODEL = "tiny2d"
 THRESHOLD = 65.0  # AUC in percent: chance is 50; with ~2 x 100 held-out clips its sd is ~4

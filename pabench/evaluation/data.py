@@ -11,8 +11,8 @@ from pabench.data.home import ensure_data
 from pabench.data.hub import built_dataset
 from pabench.data.synth import PUBLIC_TEST_SEED, TestSeed, get_preset
 from pabench.evaluation.config import EvaluationConfig
+from pabench.io import Progress, pabench_home
 from pabench.protocols import REAL_FRAMES_PER_CLIP, DataRef, ProtocolSpec
-from pabench.runtime import Progress, pabench_home
 
 
 @dataclass

@@ -15,7 +15,8 @@ import torch
 from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
-from pabench.runtime import atomic_write, digest, is_rank0, numerics
+from pabench.io import atomic_write, digest
+from pabench.runtime import is_rank0, numerics
 from pabench.training import FitSpec, Trace, build_for, fit, predict, prepare
 
 FIT_CODE_VERSION = "fit-v3"  # v3: channels_last layouts (rounding moves)

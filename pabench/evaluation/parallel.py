@@ -39,8 +39,8 @@ from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.evaluation.fit import cached_prediction, fit_predict, plan
 from pabench.evaluation.score import Sides, sides
+from pabench.io import printable
 from pabench.models import MODELS, build_model
-from pabench.runtime import printable
 from pabench.submission import Submission, SubmissionMeta
 from pabench.training import FitSpec
 

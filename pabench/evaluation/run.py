@@ -28,6 +28,7 @@ from pabench.evaluation.eligibility import check_eligible
 from pabench.evaluation.parallel import train_side_by_side
 from pabench.evaluation.score import score
 from pabench.evaluation.store import Evaluation, sample_strip
+from pabench.io import Progress, git_revision, pabench_home
 from pabench.metrics import relative_drop
 from pabench.models import MODELS
 from pabench.records import (
@@ -41,14 +42,7 @@ from pabench.records import (
     SubmissionInfo,
     ValidationSummary,
 )
-from pabench.runtime import (
-    Progress,
-    git_revision,
-    hardware_info,
-    init_distributed,
-    is_distributed,
-    pabench_home,
-)
+from pabench.runtime import hardware_info, init_distributed, is_distributed
 from pabench.submission import Submission, SubmissionMeta, from_module, load_submission, validate
 
 log = logging.getLogger(__name__)

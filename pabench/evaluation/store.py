@@ -12,8 +12,8 @@ from PIL import Image
 from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.score import Predictions
+from pabench.io import atomic_write_bytes
 from pabench.records import Record, write_record
-from pabench.runtime import atomic_write_bytes
 
 
 @dataclass

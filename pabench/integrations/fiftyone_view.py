@@ -35,7 +35,7 @@ from pabench.data.hub import (
 )
 from pabench.errors import PabenchError
 from pabench.integrations.previews import encode_preview, preview_shape
-from pabench.runtime import Progress, digest, pabench_home, printable
+from pabench.io import Progress, digest, pabench_home, printable
 
 if TYPE_CHECKING:
     from pabench.submission import Submission

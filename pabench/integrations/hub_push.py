@@ -51,7 +51,7 @@ from pabench.integrations.fiftyone_view import (
     sample_labels,
 )
 from pabench.integrations.previews import PREVIEW_MIN_SIDE, PREVIEW_OPTIONS, encode_preview
-from pabench.runtime import Progress, atomic_write, pabench_home
+from pabench.io import Progress, atomic_write, pabench_home
 
 PREVIEWS = "previews"
 YES_NO = datasets.ClassLabel(names=["no", "yes"])

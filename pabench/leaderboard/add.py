@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pabench.errors import PabenchError
+from pabench.io import atomic_write_bytes
 from pabench.leaderboard.tables import build_tables, load_records, sample_files
 from pabench.records import Record, check_replace, read_record, write_record
-from pabench.runtime import atomic_write_bytes
 
 
 @dataclass(frozen=True)

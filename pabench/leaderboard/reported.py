@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pabench.errors import PabenchError
-from pabench.runtime import atomic_write_bytes, atomic_write_text
+from pabench.io import atomic_write_bytes, atomic_write_text
 
 CSV_NAME = "paper_results.csv"
 CITATIONS_NAME = "citations.json"

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from pabench.errors import PabenchError
+from pabench.io import atomic_write_text, validation_error
 from pabench.records.schema import SCHEMA_VERSION, UPGRADES, Record, Reference
-from pabench.runtime import atomic_write_text, validation_error
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024  # stored records are under 30 kB
 REFERENCES = "references"

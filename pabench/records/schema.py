@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer
 
-from pabench.runtime import NAME_PATTERN
+from pabench.io import NAME_PATTERN
 from pabench.submission import SubmissionMeta
 
 SCHEMA_VERSION = 5

@@ -11,7 +11,7 @@ import torch
 from torch.export import Dim
 
 from pabench.errors import unknown_name
-from pabench.runtime import atomic_write_bytes
+from pabench.io import atomic_write_bytes
 from pabench.submission.core import JIT_DEPRECATION
 
 ExportFormat = Literal["torch.export", "torchscript"]

@@ -16,7 +16,7 @@ import torch
 from torch.export import ExportedProgram
 
 from pabench.errors import PabenchError
-from pabench.runtime import check_name
+from pabench.io import check_name
 from pabench.submission.archive import read_archive
 from pabench.submission.core import InputSpec, Submission, fail
 from pabench.submission.meta import SubmissionMeta, read_meta

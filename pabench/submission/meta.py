@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
-from pabench.runtime import read_json, validation_error
+from pabench.io import read_json, validation_error
 
 
 class TrainingData(BaseModel):

@@ -22,10 +22,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from pabench.errors import PabenchError
+from pabench.io import Progress
 from pabench.metrics import privacy_scores, top1
 from pabench.models import MODELS, build_model
 from pabench.protocols import Schedule
-from pabench.runtime import Progress, is_distributed, rank_world, wrap_ddp
+from pabench.runtime import is_distributed, rank_world, wrap_ddp
 
 Task = Literal["multiclass", "multilabel"]
 Amp = Literal["auto", "off", "bf16", "fp16"]

@@ -65,18 +65,10 @@ from torch import nn
 
 from pabench.anonymizers.learned import GROUPS, AnonymizerUNet
 from pabench.errors import PabenchError, unknown_name
+from pabench.io import Progress, atomic_write, read_json, validation_error
 from pabench.metrics import cmap_fixed
 from pabench.models import MODELS, build_model
-from pabench.runtime import (
-    Progress,
-    atomic_write,
-    barrier,
-    is_distributed,
-    is_rank0,
-    read_json,
-    validation_error,
-    wrap_ddp,
-)
+from pabench.runtime import barrier, is_distributed, is_rank0, wrap_ddp
 from pabench.training import autocast_dtype
 from pabench.training.attackers import TRAINING_ONLY
 from pabench.training.curves import Curves

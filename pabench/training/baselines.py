@@ -32,19 +32,9 @@ from pabench.anonymizers.cache import models_dir
 from pabench.anonymizers.learned import AnonymizerUNet
 from pabench.data.synth import resolve_preset
 from pabench.errors import PabenchError
+from pabench.io import Progress, atomic_write_text, check_writable, digest, pabench_home
 from pabench.protocols import get_protocol
-from pabench.runtime import (
-    Progress,
-    atomic_write_text,
-    check_device,
-    check_writable,
-    digest,
-    hardware_info,
-    init_distributed,
-    is_rank0,
-    numerics,
-    pabench_home,
-)
+from pabench.runtime import check_device, hardware_info, init_distributed, is_rank0, numerics
 from pabench.submission import SubmissionMeta, TrainingData, check_format, export_submission
 from pabench.training.anonymizer import (
     AnonymizerAmp,

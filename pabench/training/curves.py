@@ -17,7 +17,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from pabench.runtime import atomic_write, atomic_write_text
+from pabench.io import atomic_write, atomic_write_text
 
 Row = dict[str, float]
 PANEL_W, PANEL_H, PAD = 300, 170, 34

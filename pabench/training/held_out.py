@@ -30,10 +30,10 @@ from torch import nn
 
 from pabench.data.clipset import as_frames
 from pabench.data.synth import KNOWN_ATTRIBUTES, get_preset
+from pabench.io import Progress
 from pabench.metrics import privacy_scores
 from pabench.models import MODELS
 from pabench.protocols import NEXT, ProtocolSpec, Schedule, get_protocol
-from pabench.runtime import Progress
 from pabench.training import FitSpec, Trace, fit, predict
 from pabench.training.attackers import HELD_OUT_ATTACKER, HELD_OUT_FRAMESTD
 from pabench.training.pools import as_tensor, render_pool

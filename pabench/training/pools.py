@@ -27,8 +27,9 @@ from pabench.data.synth import (
     render_clip,
 )
 from pabench.errors import PabenchError
+from pabench.io import pabench_home
 from pabench.protocols import REAL_FRAMES_PER_CLIP
-from pabench.runtime import barrier, is_rank0, pabench_home, rank_world
+from pabench.runtime import barrier, is_rank0, rank_world
 
 HELD_OUT_SHARE = 0.1  # of each real training split, for the curves
 

@@ -48,7 +48,7 @@ from pabench.data.hub import (
 )
 from pabench.data.registry import BuildReport
 from pabench.errors import PabenchError
-from pabench.runtime import Progress, check_writable, printable
+from pabench.io import Progress, check_writable, printable
 
 REPORT_FILE = "build_report.json"
 # What a build owns inside its output folder; anything else there is left alone.

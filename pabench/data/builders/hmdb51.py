@@ -29,7 +29,7 @@ from pabench.data.builders.common import (
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 HMDB51_CLASSES = (
     "brush_hair", "cartwheel", "catch", "chew", "clap", "climb", "climb_stairs", "dive",

@@ -21,7 +21,7 @@ from pabench.data.builders.hmdb51 import (
 from pabench.data.builders.pa_hmdb51 import ANNOTATION_DIR, PA_HMDB51_CITATION, annotation_files
 from pabench.data.hub import Card
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 LAYOUT = f"{HMDB51_LAYOUT}, plus {ANNOTATION_DIR}/<class>.json (the PA-HMDB51 annotations)"
 

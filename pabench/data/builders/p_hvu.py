@@ -39,7 +39,7 @@ from pabench.data.builders.common import (
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
 from pabench.errors import PabenchError
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 TAXONOMY = "HVU_Tags_Categories_V1.0.csv"
 CSV_FILES = {"train": "HVU_Train_V1.0", "test": "HVU_Val_V1.0"}

@@ -41,7 +41,7 @@ from pabench.data.builders.hmdb51 import (
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 ANNOTATION_DIR = "PrivacyAttributes"
 NOT_ANNOTATED = -1

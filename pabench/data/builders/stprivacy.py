@@ -37,7 +37,7 @@ from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
 from pabench.data.safe_pickle import loads_pickle
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 ATTRIBUTES = ("skin_color", "face", "gender", "nudity", "relationship")
 COLUMN_ORDERS = {

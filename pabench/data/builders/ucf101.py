@@ -26,7 +26,7 @@ from pabench.data.builders.common import (
 )
 from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 VIDEO_DIR = "UCF-101"
 LIST_DIR = "ucfTrainTestlist"

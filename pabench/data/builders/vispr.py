@@ -36,7 +36,7 @@ from pabench.data.hub import Card, DatasetMeta
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
 from pabench.data.safe_pickle import loads_pickle
 from pabench.errors import PabenchError, unknown_name
-from pabench.runtime import Progress
+from pabench.io import Progress
 
 VISPR_IDS = (
     "a0_safe", "a1_age_approx", "a2_weight_approx", "a3_height_approx", "a4_gender",

@@ -187,7 +187,7 @@ def build_synth(
         raise PabenchError(f"pa-synth generator version {version}: this pabench renders "
                            f"versions 1-{GENERATOR_VERSION}")
     from pabench.data.hub import Card, DatasetMeta
-    from pabench.runtime import check_writable
+    from pabench.io import check_writable
 
     p = get_preset(preset)
     names = names or tuple(SYNTH_DATASETS)
