@@ -49,8 +49,10 @@ if TYPE_CHECKING:
     from pabench.submission.export import (
         EXPORT_FORMATS,
         ExportFormat,
+        Probe,
         check_format,
         export_submission,
+        probe,
     )
     from pabench.submission.load import load_submission
     from pabench.submission.meta import SubmissionMeta, TrainingData, read_meta
@@ -64,22 +66,27 @@ if TYPE_CHECKING:
 _HOMES = {
     "from_module": "baseline", "EXPORT_HINT": "core", "InputSpec": "core", "Submission": "core",
     "EXPORT_FORMATS": "export", "ExportFormat": "export", "check_format": "export",
-    "export_submission": "export", "load_submission": "load", "SubmissionMeta": "meta",
+    "export_submission": "export", "Probe": "export", "probe": "export",
+    "load_submission": "load", "SubmissionMeta": "meta",
     "TrainingData": "meta", "read_meta": "meta", "DEFAULT_BUDGETS": "validate",
     "Budgets": "validate", "ValidationReport": "validate", "validate": "validate",
 }
 __all__ = [
     "DEFAULT_BUDGETS", "EXPORT_FORMATS", "EXPORT_HINT", "Budgets", "ExportFormat", "InputSpec",
-    "Submission", "SubmissionMeta", "TrainingData", "ValidationReport", "check_format",
-    "export_submission", "from_module", "load_submission", "read_meta", "validate",
+    "Probe", "Submission", "SubmissionMeta", "TrainingData", "ValidationReport", "check_format",
+    "export_submission", "from_module", "load_submission", "probe", "read_meta", "validate",
 ]
-
-
 
 
 def __getattr__(name: str) -> object:
     """Names load their module on first use: records and the site read the sidecar schema
-    (`meta`) without importing torch, which the rest of the door needs."""
+    (`meta`) without importing torch, which the rest of the door needs.
+
+    Importing a module sets it as an attribute of this package, so the module `validate`
+    would hide the function `validate`: every name of the module is bound here instead."""
     if name not in _HOMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    home = _HOMES[name]
+    module = importlib.import_module(f"{__name__}.{home}")
+    globals().update({n: getattr(module, n) for n, h in _HOMES.items() if h == home})
+    return globals()[name]
