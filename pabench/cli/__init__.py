@@ -51,7 +51,7 @@ def main() -> None:
     failure during the work); see `pabench.cli.usage`."""
     show_library_log()
     try:
-        status = app(standalone_mode=False)
+        status = app(standalone_mode=False, prog_name="pabench")
     except PabenchError as e:
         _error(one_line(e))
         sys.exit(exit_status(e))

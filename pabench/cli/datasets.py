@@ -41,6 +41,11 @@ def _kind(spec: DatasetSpec) -> str:
     return "synthetic" if spec.synthetic else "real"
 
 
+def _benchmark_role(name: str) -> str:
+    return (f"benchmark of the {len(BENCHMARKS[name])} synth-* datasets, built on first use "
+            f"(`pabench datasets info {name}`)")
+
+
 @app.command("list")
 def list_(json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
     """List every dataset pabench can build, and the pa-synth benchmark that holds the synth-*
@@ -54,10 +59,15 @@ def list_(json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = Fa
     """
     specs = [spec for _, spec in DATASETS.items()]
     if json_out:
-        print_json([{"name": s.name, "kind": _kind(s), "role": s.role, "license": s.license}
-                    for s in specs])
+        print_json([*({"name": b, "kind": "synthetic", "role": _benchmark_role(b),
+                       "license": "mit", "datasets": list(names)}
+                      for b, names in BENCHMARKS.items()),
+                    *({"name": s.name, "kind": _kind(s), "role": s.role, "license": s.license}
+                      for s in specs)])
         return
     table = Table("name", "kind", "role", "licence")
+    for name in BENCHMARKS:
+        table.add_row(cell(name, "bold"), "synthetic", cell(_benchmark_role(name)), "mit")
     for spec in specs:
         table.add_row(cell(spec.name), cell(_kind(spec)), cell(spec.role), cell(spec.license))
     print_table(table)
@@ -84,10 +94,13 @@ def info(
                 preset: {"frames": p.frames, "size": p.size, "counts": p.counts}
                 for preset, p in PRESETS.items()}})
             return
-        out.print(Text.assemble(cell(name, "bold"),
-                                f": datasets {', '.join(BENCHMARKS[name])}"))
+        out.print(Text.assemble(cell(name, "bold"), ": the synthetic benchmark, datasets ",
+                                cell(", ".join(BENCHMARKS[name]))))
         for preset, p in PRESETS.items():
-            out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size}, {p.counts}")
+            out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size} px")
+            for dataset, splits in p.counts.items():
+                counts = ", ".join(f"{n} {split}" for split, n in splits.items())
+                out.print(cell(f"    {dataset}: {counts} clips"))
         return
     with checking_arguments():
         spec = DATASETS.get(name)

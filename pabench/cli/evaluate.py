@@ -80,6 +80,31 @@ def _training_seeds(record: Record) -> str:
                                                    else "") for seed, sha, t in shown)
 
 
+LOCAL_FOLDERS = ("--output-dir", "--data-dir")
+FILE_OPTIONS = ("--meta", "--replica")
+
+
+def rerun_command(argv: list[str], submissions: list[str]) -> str:
+    """The command a record keeps to re-run it, naming no local path: submission, sidecar and
+    replica files by their file name (`pabench evaluate my.pt2 --protocol known`), and
+    without --output-dir / --data-dir, which are where this machine keeps things."""
+    files = {s for s in submissions if not s.startswith("baseline:")}
+    kept: list[str] = []
+    tokens = iter(argv)
+    for token in tokens:
+        option, eq, value = token.partition("=")
+        if option in LOCAL_FOLDERS:
+            if not eq:
+                next(tokens, None)
+        elif option in FILE_OPTIONS:
+            kept.append(f"{option}={Path(value).name}" if eq else token)
+            if not eq:
+                kept.append(Path(next(tokens, "")).name)
+        else:
+            kept.append(Path(token).name if token in files else token)
+    return shlex.join(["pabench", *kept])
+
+
 ADVANCED = "Advanced options"
 STORAGE = "Where files go"
 
@@ -151,7 +176,7 @@ def evaluate(
                    for c in expand(submission, protocol, benchmark=benchmark, preset=preset,
                                    data_dir=data_dir, device=device, seed=seed,
                                    meta_path=meta, workers=workers, replicas=tuple(replica),
-                                   command=shlex.join(["pabench", *sys.argv[1:]]))]
+                                   command=rerun_command(sys.argv[1:], submissions))]
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "
                   "standard for the full-size benchmark)")

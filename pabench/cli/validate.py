@@ -28,13 +28,22 @@ def _si(n: float) -> str:
     return f"{n:.3g}"
 
 
-def _undeclared_datasets(datasets: list[str]) -> list[str]:
+def dataset_notes(datasets: list[str]) -> list[str]:
     """Declared training datasets no registry name matches: the novel protocols compare names,
-    so a misspelt one never counts as an overlap."""
+    so a misspelt dataset or the benchmark's name ("pa-synth" for its synth-* datasets) never
+    counts as an overlap."""
     from pabench.data.registry import BENCHMARKS, DATASETS
 
-    return [d for d in datasets if d.partition(":")[0] not in DATASETS
-            and d.partition(":")[0] not in BENCHMARKS]
+    notes = []
+    for entry in datasets:
+        name = entry.partition(":")[0]
+        if name in BENCHMARKS:
+            notes.append(f"training_data.datasets names the benchmark {name!r}: list the "
+                         f"datasets it trained on ({', '.join(BENCHMARKS[name])})")
+        elif name not in DATASETS:
+            notes.append(f"training_data.datasets names {name!r}, which is no pabench dataset "
+                         "(`pabench datasets list`): a novel protocol cannot check it")
+    return notes
 
 
 def validate_file(
@@ -77,9 +86,7 @@ def validate_file(
     sub = load_submission(file, meta, device=device)
     report = validate(sub, frames=frames, size=size, device=device)
     probed = probe(sub.module, frames=frames, size=size, device=device)
-    notes = [f"training_data.datasets names {d!r}, which is no pabench dataset (`pabench "
-             "datasets list`): a novel protocol cannot check it for overlap"
-             for d in _undeclared_datasets(sub.meta.training_data.datasets)]
+    notes = dataset_notes(sub.meta.training_data.datasets)
     shape = [2, 3, frames, size, size]
     where = (f"protocol {spec.id} v{spec.version}"
              + (f", pa-synth preset {preset}" if spec.benchmark == "pa-synth" else ""))
@@ -106,7 +113,8 @@ def _print(sub: Submission, report: ValidationReport, probed: Probe, where: str,
     flops = "-" if report.flops is None else _si(report.flops)
     memory = "-" if report.peak_memory_mb is None else f"{report.peak_memory_mb:.3g} MiB"
     spec = "none declared (TorchScript)" if sub.input_spec is None else str(sub.input_spec)
-    out.print(Text.assemble(cell(sub.name, "bold"), f": passed, {clean(where)}, clips {shape}"))
+    out.print(Text.assemble(cell(sub.name, "bold"), f": passed, {clean(where)}, clips {shape}"),
+              soft_wrap=True)
     lines = [
         f"file: {clean(sub.path.name if sub.path else sub.name)} ({sub.format})",
         f"sha256: {sub.sha256}",
@@ -119,7 +127,7 @@ def _print(sub: Submission, report: ValidationReport, probed: Probe, where: str,
         f"checks passed: {', '.join(report.checks)}",
     ]
     for line in lines:
-        out.print(f"  {line}")
+        out.print(f"  {line}", soft_wrap=True)
     for note in notes:
         err.print(cell(f"note: {note}", "yellow"))
 
