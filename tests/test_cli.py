@@ -253,3 +253,16 @@ def test_the_stored_rerun_command_names_no_local_path(monkeypatch, tmp_path):
                        str(tmp_path / "results"), "--json")
     assert out.returncode == 0, out.stderr
     assert commands == ["pabench evaluate baseline:identity --preset tiny --json"]
+
+
+def test_submitting_docs_list_every_dataset_name_and_a_sidecar_that_parses():
+    from pabench.data.registry import DATASETS
+    from pabench.submission import SubmissionMeta
+
+    text = (ROOT / "docs" / "submitting.md").read_text()
+    listed = text.split("<!-- datasets: ")[1].split("-->", 1)[1].split("<!-- /datasets -->")[0]
+    assert [n.strip(" `\n") for n in listed.split(",")] == DATASETS.names()
+    sidecar = text.split("## Sidecar fields")[1].split("```json")[1].split("```")[0]
+    meta = SubmissionMeta.model_validate_json(sidecar)
+    assert set(meta.training_data.datasets) <= set(DATASETS.names()) and meta.licence == "MIT"
+    assert "pabench validate my_anonymizer.pt2" in text.split("## The file")[0]

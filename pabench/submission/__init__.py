@@ -8,8 +8,9 @@ Contract (quoted by the README):
   A ``torch.save`` pickle (a zip with ``data.pkl`` but no TorchScript code, or a raw pickle) is
   refused without being unpickled: pickles run arbitrary code.
 * ``forward`` takes float32 ``[B, 3, T, H, W]`` RGB in [0, 1] and returns the same shape in
-  [0, 1]. Export with dynamic batch, T, H and W (``export_submission`` does) so that every
-  protocol's clip spec fits; a program whose input spec cannot take the protocol's clips is refused.
+  [0, 1]. Export with dynamic batch, T, H and W (``export_submission`` does, and logs the input
+  spec and the probed clip sizes the program runs on) so that every protocol's clip spec fits; a
+  program whose input spec or guards cannot take the protocol's clips is refused.
 * Loading never executes Python code from the file (docs/submitting.md says what is promised).
   The zip is checked before anything is inflated (size, member count, compression ratio) and
   refused when ambiguous (a name twice, names differing in case, two roots, odd names); only
