@@ -73,7 +73,7 @@ def probe(module: Callable[[torch.Tensor], torch.Tensor], *, frames: int, size: 
             return False
         return isinstance(y, torch.Tensor) and y.shape == x.shape
 
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[device] if device.startswith("cuda") else []):
         return Probe({s: runs(frames, s) for s in sorted({*PROBE_SIZES, size})},
                      {t: runs(t, size) for t in sorted({*PROBE_FRAMES, frames})})
 
