@@ -11,6 +11,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -36,15 +37,25 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> Path:
     a whole file (the last rename wins); a failed write removes its temp file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{path.name}.")
-    os.close(fd)
-    tmp = Path(name)
+    tmp = _new_temp(path)
     try:
         write(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _new_temp(path: Path) -> Path:
+    """An empty temp file beside `path` with the permissions of a plain `open` (0666 less the
+    umask), so that outputs are as readable as any other file; `tempfile.mkstemp`'s are 0600."""
+    while True:
+        tmp = path.parent / f".tmp-{path.name}.{secrets.token_hex(6)}"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:

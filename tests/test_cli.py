@@ -175,3 +175,94 @@ def test_build_push_and_evaluate_share_one_default_data_folder(tmp_path, monkeyp
     # pa-synth goes to the very folder evaluate reads, inside the shared one
     one_line_error(out, 1, f"{home / 'datasets' / 'pa-synth-v2-tiny'}: output directory is "
                            "not writable")
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["evaluate"], "Missing argument 'submissions' (see `pabench evaluate --help`)"),
+    (["evaluate", "baseline:identity", "--bogus"], "No such option: --bogus"),
+    (["datasets", "info"], "Missing argument 'name'"),
+    (["protocols", "list", "--json=x"], "Option '--json' does not take a value"),
+])
+def test_click_usage_errors_are_one_line_too(args: list[str], needle: str):
+    """click's own usage errors read like pabench's: one `error:` line, exit 2, no box."""
+    one_line_error(pabench_main(*args), 2, needle)
+
+
+COMMANDS = [["evaluate"], ["validate"], ["doctor"], ["train-baseline"], ["baselines", "list"],
+            ["baselines", "export"], ["baselines", "segmenter"], ["datasets", "list"],
+            ["datasets", "info"], ["datasets", "build"], ["datasets", "push"],
+            ["datasets", "verify"], ["datasets", "view"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_help_shows_examples_and_fits_a_terminal(command: list[str]):
+    out = runner.invoke(app, [*command, "--help"], env={"COLUMNS": "100"})
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    assert "Examples:" in out.stdout
+    assert any(line.strip().startswith(f"pabench {' '.join(command)}") for line in lines)
+    assert len(lines) <= 60 and "…" not in out.stdout, out.stdout  # nothing cut off
+
+
+def test_evaluate_help_keeps_every_option_and_its_defaults():
+    out = runner.invoke(app, ["evaluate", "--help"], env={"COLUMNS": "100"}).stdout
+    for option in ("--protocol", "--benchmark", "--preset", "--device", "--meta", "--json",
+                   "--output-dir", "--data-dir", "--replace", "--save-predictions", "--seed",
+                   "--workers", "--replica"):
+        assert f"{option} " in out, option
+    for default in ("[default: known]", "[default: pa-synth]", "[default: auto]",
+                    "[default: cpu]", "(default: $PABENCH_HOME/results)"):
+        assert default in out, default
+
+
+def test_datasets_list_names_the_benchmark_and_info_is_text():
+    listed = runner.invoke(app, ["datasets", "list", "--json"]).stdout
+    rows = {r["name"]: r for r in json.loads(listed)}
+    assert rows["pa-synth"]["datasets"][2] == "synth-pa" and "benchmark" in rows["pa-synth"]["role"]
+    text = runner.invoke(app, ["datasets", "list"], env={"COLUMNS": "200"}).stdout
+    assert text.index("pa-synth ") < text.index("synth-action ")
+    info = runner.invoke(app, ["datasets", "info", "pa-synth"], env={"COLUMNS": "200"}).stdout
+    assert "    synth-pa: 200 test clips" in info and "{" not in info
+    info = runner.invoke(app, ["datasets", "info", "synth-pa"], env={"COLUMNS": "200"}).stdout
+    assert info.startswith("synth-pa: a dataset of the pa-synth benchmark: known actions and "
+                           "attributes")
+
+
+def test_the_stored_rerun_command_names_no_local_path(monkeypatch, tmp_path):
+    from pabench.cli.evaluate import rerun_command
+    from pabench.evaluation.store import Evaluation
+
+    assert rerun_command(
+        ["evaluate", "/home/me/runs/my.pt2", "--protocol", "known", "--meta", "../my.json",
+         "--output-dir", "/tmp/out", "--data-dir=/data", "--replica", "/a/seed1.pt2",
+         "--replica=b/seed2.pt2", "baseline:identity"], ["/home/me/runs/my.pt2",
+                                                         "baseline:identity"]
+    ) == ("pabench evaluate my.pt2 --protocol known --meta my.json --replica seed1.pt2 "
+          "--replica=seed2.pt2 baseline:identity")
+    commands = []
+    record = read_record(ROOT / "tests" / "records" / "pa-synth-tiny__known__identity.json")
+
+    def compute(config, progress=None):
+        commands.append(config.command)
+        return Evaluation(record, None)
+
+    monkeypatch.setattr("pabench.evaluation.compute", compute)
+    monkeypatch.setattr("pabench.evaluation.store", lambda ev, folder, replace=False,
+                        save_predictions=False: (folder / "r.json", False))
+    out = pabench_main("evaluate", "baseline:identity", "--preset", "tiny", "--output-dir",
+                       str(tmp_path / "results"), "--json")
+    assert out.returncode == 0, out.stderr
+    assert commands == ["pabench evaluate baseline:identity --preset tiny --json"]
+
+
+def test_submitting_docs_list_every_dataset_name_and_a_sidecar_that_parses():
+    from pabench.data.registry import DATASETS
+    from pabench.submission import SubmissionMeta
+
+    text = (ROOT / "docs" / "submitting.md").read_text()
+    listed = text.split("<!-- datasets: ")[1].split("-->", 1)[1].split("<!-- /datasets -->")[0]
+    assert [n.strip(" `\n") for n in listed.split(",")] == DATASETS.names()
+    sidecar = text.split("## Sidecar fields")[1].split("```json")[1].split("```")[0]
+    meta = SubmissionMeta.model_validate_json(sidecar)
+    assert set(meta.training_data.datasets) <= set(DATASETS.names()) and meta.licence == "MIT"
+    assert "pabench validate my_anonymizer.pt2" in text.split("## The file")[0]

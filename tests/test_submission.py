@@ -336,3 +336,71 @@ def test_anonymizers_run_without_tf32_and_the_setting_is_restored() -> None:
         assert (conv.fp32_precision, matmul.fp32_precision) == ("tf32", "tf32")
     finally:
         conv.fp32_precision, matmul.fp32_precision = saved
+
+
+class Mul16(torch.nn.Module):
+    """Multiplies by a 16x16-pooled copy of itself: torch.export cannot keep H/W 8..8192 and
+    infers a minimum of 16, yet only multiples of 16 pass the program's guards."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        pooled = torch.nn.functional.avg_pool3d(x, (1, 16, 16))
+        return x * torch.nn.functional.interpolate(pooled, scale_factor=(1, 16, 16))
+
+
+class DataDependent(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x if x.mean() > 0.5 else 1 - x
+
+
+def test_export_says_what_it_wrote(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("INFO", logger="pabench"):
+        export_submission(Identity(), tmp_path / "id.pt2", frames=4, size=16)
+    [note] = [r for r in caplog.records if r.name == "pabench.submission.export"]
+    assert note.levelname == "INFO" and note.getMessage() == (
+        f"exported {tmp_path / 'id.pt2'}: input [1..1024, 3, 1..4096, 8..8192, 8..8192]; runs "
+        "at frames 4, 8, 16; height/width 16, 24, 32, 40, 64, 112")
+
+
+def test_export_warns_when_the_named_ranges_fail_and_validate_refuses_a_failing_size(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The spec claims [16..inf] for H/W; the probes and `validate` show 24 and 40 fail."""
+    with caplog.at_level("INFO", logger="pabench"):
+        path = export_submission(Mul16(), tmp_path / "mul16.pt2", frames=4, size=32)
+    [note] = [r for r in caplog.records if r.name == "pabench.submission.export"]
+    msg = note.getMessage()
+    assert note.levelname == "WARNING" and "the module constrains height, width" in msg
+    assert "input [2..inf, 3, 2..inf, 16..inf, 16..inf]" in msg
+    assert msg.endswith("height/width 32, 64, 112 (fails at 16, 24, 40)")
+    sub = load_submission(path)
+    assert str(sub.input_spec) == "[2..inf, 3, 2..inf, 16..inf, 16..inf]"
+    assert "input_spec" in validate(sub, frames=4, size=64).checks
+    with pytest.raises(PabenchError, match=r"Guard failed.*check 'input_spec'"):
+        validate(sub, frames=4, size=24)
+
+
+def test_a_module_that_cannot_be_exported_is_one_clear_line(tmp_path: Path) -> None:
+    with pytest.raises(PabenchError) as err:
+        export_submission(DataDependent(), tmp_path / "dd.pt2", frames=4, size=16)
+    msg = str(err.value)
+    assert "\n" not in msg and "dd.pt2: cannot be exported with dynamic batch" in msg
+    assert "draft_export" in msg and not (tmp_path / "dd.pt2").exists()
+
+
+def test_probing_leaves_the_global_rng_alone() -> None:
+    from pabench.submission import probe
+
+    torch.manual_seed(5)
+    expected = torch.rand(3)
+    torch.manual_seed(5)
+    probed = probe(Noisy(), frames=4, size=16)
+    assert probed.all_run and torch.equal(torch.rand(3), expected)
+
+
+def test_exported_files_are_world_readable(tmp_path: Path) -> None:
+    """Like any file a user writes (0666 less the umask), not a temp file's 0600."""
+    old = os.umask(0o022)
+    try:
+        path = export_submission(Identity(), tmp_path / "id.pt2", frames=4, size=16)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644

@@ -16,7 +16,8 @@ from pabench.cli.evaluate import evaluate
 from pabench.cli.leaderboard import app as leaderboard_app
 from pabench.cli.protocols import app as protocols_app
 from pabench.cli.train_baseline import train_baseline
-from pabench.cli.usage import exit_status
+from pabench.cli.usage import FAILURE_EXIT, USAGE_EXIT, exit_status
+from pabench.cli.validate import validate_file
 from pabench.errors import PabenchError, one_line
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, pretty_exceptions_enable=False)
@@ -27,6 +28,7 @@ app.add_typer(protocols_app, name="protocols")
 app.command()(evaluate)
 app.command()(doctor.doctor)
 app.command("train-baseline")(train_baseline)
+app.command("validate")(validate_file)
 
 
 def _print_version(value: bool) -> None:
@@ -44,11 +46,26 @@ def _options(
 
 
 def main() -> None:
-    """Console entry point: a PabenchError becomes one line on stderr and exit status 2 (a bad
-    command line) or 1 (a failure during the work); see `pabench.cli.usage`."""
+    """Console entry point: a PabenchError, or a usage error click finds (a missing argument, an
+    unknown option), becomes one line on stderr and exit status 2 (a bad command line) or 1 (a
+    failure during the work); see `pabench.cli.usage`."""
     show_library_log()
     try:
-        app()
+        status = app(standalone_mode=False, prog_name="pabench")
     except PabenchError as e:
-        err.print(Text.assemble(("error: ", "bold red"), cell(one_line(e))))
+        _error(one_line(e))
         sys.exit(exit_status(e))
+    except typer.TyperException as e:  # click's errors (vendored by typer since 0.26)
+        if type(e).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            _error(e.format_message().rstrip(".") + hint)
+        sys.exit(getattr(e, "exit_code", USAGE_EXIT))
+    except typer.Abort:
+        _error("aborted")
+        sys.exit(FAILURE_EXIT)
+    sys.exit(status if isinstance(status, int) else 0)
+
+
+def _error(message: str) -> None:
+    err.print(Text.assemble(("error: ", "bold red"), cell(message)))

@@ -27,7 +27,14 @@ FORMAT_HELP = "torch.export (default) or torchscript (deprecated)"
 def list_(
     json_out: Annotated[bool, typer.Option("--json", help="Print the list as JSON")] = False,
 ) -> None:
-    """List the reference baselines (usable as `baseline:NAME` or `baseline:all`)."""
+    """List the reference baselines (usable as `baseline:NAME` or `baseline:all`).
+
+    Examples:
+
+      pabench baselines list
+
+      pabench baselines list --json
+    """
     # imported per command: the baselines pull in torchvision, a second of every CLI start
     from pabench.anonymizers.baselines import baseline_names
 
@@ -52,7 +59,14 @@ def export(
     device: Annotated[str, typer.Option(help="Where to build (a learned baseline may train "
                                              "first): cpu, cuda, cuda:1, ...")] = "cpu",
 ) -> None:
-    """Write a baseline as one submission file (the pa-synth segmenter is included)."""
+    """Write a baseline as one submission file (the pa-synth segmenter is included).
+
+    Examples:
+
+      pabench baselines export downsample-4x --out downsample-4x.pt2 --preset tiny
+
+      pabench validate downsample-4x.pt2
+    """
     from pabench.anonymizers.baselines import expand_names, export_baseline
 
     with checking_arguments():
@@ -67,7 +81,12 @@ def export(
 def segmenter(
     preset: Annotated[str, typer.Option(help=PRESET_HELP + "; trains on the CPU")] = "auto",
 ) -> None:
-    """Train the pa-synth person/face segmenter from scratch and report held-out IoU."""
+    """Train the pa-synth person/face segmenter from scratch and report held-out IoU.
+
+    Examples:
+
+      pabench baselines segmenter --preset tiny
+    """
     from pabench.anonymizers.segmenter import train_and_measure
 
     with checking_arguments():

@@ -29,6 +29,7 @@ app = typer.Typer(help="Build and inspect datasets.", no_args_is_help=True)
 
 DATA_HOME_HELP = "default: $PABENCH_HOME/datasets, PABENCH_HOME defaulting to ~/.cache/pabench"
 JSON_HELP = "Print it as JSON"
+REAL = "Real datasets"
 
 
 def data_home() -> Path:
@@ -40,15 +41,33 @@ def _kind(spec: DatasetSpec) -> str:
     return "synthetic" if spec.synthetic else "real"
 
 
+def _benchmark_role(name: str) -> str:
+    return (f"benchmark of the {len(BENCHMARKS[name])} synth-* datasets, built on first use "
+            f"(`pabench datasets info {name}`)")
+
+
 @app.command("list")
 def list_(json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False) -> None:
-    """List every dataset pabench can build."""
+    """List every dataset pabench can build, and the pa-synth benchmark that holds the synth-*
+    ones.
+
+    Examples:
+
+      pabench datasets list
+
+      pabench datasets list --json
+    """
     specs = [spec for _, spec in DATASETS.items()]
     if json_out:
-        print_json([{"name": s.name, "kind": _kind(s), "role": s.role, "license": s.license}
-                    for s in specs])
+        print_json([*({"name": b, "kind": "synthetic", "role": _benchmark_role(b),
+                       "license": "mit", "datasets": list(names)}
+                      for b, names in BENCHMARKS.items()),
+                    *({"name": s.name, "kind": _kind(s), "role": s.role, "license": s.license}
+                      for s in specs)])
         return
     table = Table("name", "kind", "role", "licence")
+    for name in BENCHMARKS:
+        table.add_row(cell(name, "bold"), "synthetic", cell(_benchmark_role(name)), "mit")
     for spec in specs:
         table.add_row(cell(spec.name), cell(_kind(spec)), cell(spec.role), cell(spec.license))
     print_table(table)
@@ -59,7 +78,14 @@ def info(
     name: str,
     json_out: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
-    """Describe one dataset (or the pa-synth benchmark)."""
+    """Describe one dataset (or the pa-synth benchmark).
+
+    Examples:
+
+      pabench datasets info pa-synth
+
+      pabench datasets info vispr2 --json
+    """
     if name in BENCHMARKS:
         from pabench.data.synth import PRESETS
 
@@ -68,10 +94,13 @@ def info(
                 preset: {"frames": p.frames, "size": p.size, "counts": p.counts}
                 for preset, p in PRESETS.items()}})
             return
-        out.print(Text.assemble(cell(name, "bold"),
-                                f": datasets {', '.join(BENCHMARKS[name])}"))
+        out.print(Text.assemble(cell(name, "bold"), ": the synthetic benchmark, datasets ",
+                                cell(", ".join(BENCHMARKS[name]))))
         for preset, p in PRESETS.items():
-            out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size}, {p.counts}")
+            out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size} px")
+            for dataset, splits in p.counts.items():
+                counts = ", ".join(f"{n} {split}" for split, n in splits.items())
+                out.print(cell(f"    {dataset}: {counts} clips"))
         return
     with checking_arguments():
         spec = DATASETS.get(name)
@@ -116,17 +145,26 @@ def build(
                                              "(picks the auto preset)")] = "cpu",
     seed: Annotated[int, typer.Option(help="pa-synth seed")] = 0,
     source: Annotated[
-        Path | None, typer.Option(help="Real datasets: the downloaded originals")
+        Path | None, typer.Option(rich_help_panel=REAL, help="The downloaded originals")
     ] = None,
     embed_media: Annotated[
-        bool, typer.Option(help="Real datasets: embed video bytes in parquet")
+        bool, typer.Option("--embed-media", rich_help_panel=REAL,
+                           help="Embed video bytes in parquet")
     ] = False,
     option: Annotated[
         list[str] | None,
-        typer.Option("--option", "-o", help="Real datasets: builder option KEY=VALUE (see info)"),
+        typer.Option("--option", "-o", rich_help_panel=REAL,
+                     help="Builder option KEY=VALUE (see `pabench datasets info NAME`)"),
     ] = None,
 ) -> None:
-    """Build a dataset into a Hub-ready folder (README card, parquet, media)."""
+    """Build a dataset into a Hub-ready folder (README card, parquet, media).
+
+    Examples:
+
+      pabench datasets build pa-synth --preset tiny
+
+      pabench datasets build vispr1 --source ~/downloads/vispr
+    """
     from pabench.data.home import synth_dir
     from pabench.data.synth import GENERATOR_VERSION, SYNTH_DATASETS, build_synth, resolve_preset
 
@@ -190,16 +228,22 @@ def push(
         Path | None, typer.Option(help=f"The folder you built into (build's --out; "
                                        f"{DATA_HOME_HELP})")
     ] = None,
-    private: Annotated[bool, typer.Option(help="Make the repository private (an existing one "
-                                               "too)")] = False,
+    private: Annotated[bool, typer.Option("--private", help="Make the repository private (an "
+                                                            "existing one too)")] = False,
     revision: Annotated[
         str | None, typer.Option(help="Branch to commit to (created if needed)")
     ] = None,
-    fiftyone: Annotated[bool, typer.Option(help="Also push the files FiftyOne's load_from_hub "
-                                                "reads (needs the fiftyone extra)")] = False,
+    fiftyone: Annotated[bool, typer.Option("--fiftyone", help="Also push the files FiftyOne's "
+                                           "load_from_hub reads (needs the fiftyone extra)")
+                        ] = False,
 ) -> None:
     """Upload a built dataset to the Hugging Face Hub with browser-playable previews (token:
-    HF_TOKEN or hf login); files of the repo this push does not write are deleted."""
+    HF_TOKEN or hf login); files of the repo this push does not write are deleted.
+
+    Examples:
+
+      pabench datasets push vispr1 --repo-id my-org/vispr1 --private
+    """
     from pabench.integrations.hub_push import push_dataset
 
     folder = (data_dir or data_home()) / name
@@ -227,7 +271,14 @@ def verify(
     """Re-read every file of a built dataset against the digests recorded when it was built.
 
     Loads only compare each file's size and timestamps with its stored digest; this is the
-    full check (after copying a dataset, or when a disk is suspect). Exit 1 if a split changed."""
+    full check (after copying a dataset, or when a disk is suspect). Exit 1 if a split changed.
+
+    Examples:
+
+      pabench datasets verify vispr1
+
+      pabench datasets verify synth-pa --preset tiny
+    """
     from pabench.data.hub import find_dataset, verify_dataset
 
     with checking_arguments():
@@ -273,7 +324,14 @@ def view(
     """Inspect a dataset in FiftyOne: labels, per-frame labels, masks (needs the fiftyone extra).
 
     Prints the FiftyOne dataset's name (reused while the data is unchanged), then serves the
-    App until Ctrl-C."""
+    App until Ctrl-C.
+
+    Examples:
+
+      pabench datasets view synth-pa
+
+      pabench datasets view synth-pa --anonymizer baseline:downsample-4x
+    """
     from pabench.data.hub import find_dataset
     from pabench.integrations.fiftyone_app import serve_app
     from pabench.integrations.fiftyone_view import (

@@ -144,7 +144,14 @@ def _first(e: BaseException) -> str:
 def doctor(
     json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON")] = False,
 ) -> None:
-    """Check this machine: torch and its devices, video coding, FiftyOne, chromium, home."""
+    """Check this machine: torch and its devices, video coding, FiftyOne, chromium, home.
+
+    Examples:
+
+      pabench doctor
+
+      pabench doctor --json
+    """
     results = [check() for check in CHECKS]
     if json_out:
         print_json([asdict(r) for r in results])

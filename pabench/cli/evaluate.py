@@ -80,42 +80,78 @@ def _training_seeds(record: Record) -> str:
                                                    else "") for seed, sha, t in shown)
 
 
+LOCAL_FOLDERS = ("--output-dir", "--data-dir")
+FILE_OPTIONS = ("--meta", "--replica")
+
+
+def rerun_command(argv: list[str], submissions: list[str]) -> str:
+    """The command a record keeps to re-run it, naming no local path: submission, sidecar and
+    replica files by their file name (`pabench evaluate my.pt2 --protocol known`), and
+    without --output-dir / --data-dir, which are where this machine keeps things."""
+    files = {s for s in submissions if not s.startswith("baseline:")}
+    kept: list[str] = []
+    tokens = iter(argv)
+    for token in tokens:
+        option, eq, value = token.partition("=")
+        if option in LOCAL_FOLDERS:
+            if not eq:
+                next(tokens, None)
+        elif option in FILE_OPTIONS:
+            kept.append(f"{option}={Path(value).name}" if eq else token)
+            if not eq:
+                kept.append(Path(next(tokens, "")).name)
+        else:
+            kept.append(Path(token).name if token in files else token)
+    return shlex.join(["pabench", *kept])
+
+
+ADVANCED = "Advanced options"
+STORAGE = "Where files go"
+
+
 def evaluate(
-    submissions: list[str] = typer.Argument(..., help="Submission files (.pt2 / TorchScript), "
-                                            "baseline:NAME, baseline:a,b or baseline:all; "
-                                            "several share the data and the raw reference"),
-    protocol: str = typer.Option("known", help="Protocol id (ID@VERSION for a legacy or the "
-                                 "next version), 'all' for every protocol of the benchmark, "
-                                 "'all@VERSION' for all at that version"),
+    submissions: list[str] = typer.Argument(
+        ..., show_default=False, help="Files (.pt2 / TorchScript) or baseline:NAME, "
+        "baseline:a,b, baseline:all; several share the data and the raw reference"),
+    protocol: str = typer.Option("known", help="Protocol id, ID@VERSION, 'all' (every "
+                                 "protocol of the benchmark) or 'all@VERSION'"),
     benchmark: str = typer.Option("pa-synth", help="pa-synth or real"),
     preset: str = typer.Option("auto", help="pa-synth preset: tiny, standard, or auto "
                                "(standard on a GPU, tiny on CPU)"),
-    output_dir: Path | None = typer.Option(
-        None, help="Where records go (default: PABENCH_HOME/results; official records enter "
-        "leaderboard/results only through `pabench leaderboard add`)"),
-    replace: bool = typer.Option(False, help="Replace a record of another submission that "
-                                 "has the same name"),
-    save_predictions: bool = typer.Option(
-        False, help="Also write every model's per-video test scores beside the record "
-        "(NAME.predictions.parquet), which `pabench datasets view --predictions` shows"),
-    data_dir: Path | None = typer.Option(
-        None, help="Built datasets (default: PABENCH_HOME/datasets, where `pabench datasets "
-        "build` writes; pa-synth builds itself on first use in "
-        "PABENCH_HOME/datasets/pa-synth-v2-PRESET)"),
     device: str = typer.Option("cpu", help="cpu, cuda, cuda:1, ..."),
-    seed: int | None = typer.Option(None, help="Override the protocol's seeds with one seed"),
-    workers: int = typer.Option(0, help="Models trained side by side, one process each "
-                                "(0: for pa-synth one per core on CPU, up to 12 sharing a GPU; "
+    meta: Path | None = typer.Option(None, help="Sidecar JSON (default: NAME.json)"),
+    json_out: bool = typer.Option(False, "--json", help="Print the record as JSON (a list "
+                                  "when several are scored)"),
+    output_dir: Path | None = typer.Option(
+        None, rich_help_panel=STORAGE, help="Where records go (default: "
+        "$PABENCH_HOME/results); `pabench leaderboard add` makes one official"),
+    data_dir: Path | None = typer.Option(
+        None, rich_help_panel=STORAGE, help="Built datasets (default: $PABENCH_HOME/"
+        "datasets); pa-synth builds itself there on first use"),
+    replace: bool = typer.Option(False, "--replace", rich_help_panel=STORAGE,
+                                 help="Replace a record of another submission of the same name"),
+    save_predictions: bool = typer.Option(
+        False, "--save-predictions", rich_help_panel=STORAGE, help="Also write per-video test "
+        "scores (NAME.predictions.parquet, for `pabench datasets view --predictions`)"),
+    seed: int | None = typer.Option(None, rich_help_panel=ADVANCED,
+                                    help="Replace the protocol's seeds by this one"),
+    workers: int = typer.Option(0, rich_help_panel=ADVANCED, help="Models trained side by "
+                                "side (0: one per core on CPU, up to 12 per GPU for pa-synth; "
                                 "else 1)"),
-    meta: Path | None = typer.Option(None, help="Submission sidecar JSON (default: NAME.json)"),
     replica: list[Path] = typer.Option(
-        [], help="The submitted method trained with another seed, one file per evaluation seed "
-        "after the first (repeat the option): seed k's models score replica k, so the record "
-        "covers training variance. Learned baseline:NAMEs train theirs."),
-    json_out: bool = typer.Option(False, "--json", help="Print the record as JSON (a JSON "
-                                  "list of records when several are scored)"),
+        [], rich_help_panel=ADVANCED, help="The method trained with another seed, one file "
+        "per evaluation seed after the first (repeat): seed k's models score replica k"),
 ) -> None:
-    """Score an anonymizer: fresh targets and attackers trained on its output."""
+    """Score an anonymizer: fresh targets and attackers trained on its output.
+
+    Check a file first with `pabench validate FILE` (seconds, no training).
+
+    Examples:
+
+      pabench evaluate my-anonymizer.pt2 --protocol known
+
+      pabench evaluate baseline:downsample-4x,black --preset tiny --json
+    """
     from pydantic import TypeAdapter
 
     from pabench.evaluation import compute, expand, store
@@ -141,7 +177,7 @@ def evaluate(
                    for c in expand(submission, protocol, benchmark=benchmark, preset=preset,
                                    data_dir=data_dir, device=device, seed=seed,
                                    meta_path=meta, workers=workers, replicas=tuple(replica),
-                                   command=shlex.join(["pabench", *sys.argv[1:]]))]
+                                   command=rerun_command(sys.argv[1:], submissions))]
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "
                   "standard for the full-size benchmark)")

@@ -18,47 +18,56 @@ from pabench.submission import check_format
 PRESET_HELP = "pa-synth preset: tiny, standard, or auto (standard on a GPU, tiny on CPU)"
 
 
+REAL = "Real data (--benchmark real)"
+TRAINING = "Training"
+
+
 def train_baseline(
     name: Annotated[str, typer.Argument(help="Learned baseline: spact, penalty, vita, "
-                                             "vita-grl, vita-kbeam or mppar")],
+                                             "vita-grl, vita-kbeam or mppar",
+                                        show_default=False)],
     preset: Annotated[str, typer.Option(help=PRESET_HELP)] = "auto",
-    benchmark: Annotated[str, typer.Option(help="pa-synth (clips rendered for training), or "
-                                                "real (built datasets, see --data-dir)")
-                         ] = "pa-synth",
-    data_dir: Annotated[Path | None, typer.Option(
-        help="Real data: the folder of built datasets (default: PABENCH_HOME/datasets, where "
-             "`pabench datasets build` writes)")] = None,
-    action_data: Annotated[str, typer.Option(help="Real data: the action dataset (its train "
-                                                  "split; a tenth held out for the curves)")
-                           ] = "ucf101",
-    privacy_data: Annotated[str, typer.Option(help="Real data: the privacy dataset (its train "
-                                                   "split; a tenth held out)")] = "vispr1",
+    benchmark: Annotated[str, typer.Option(help="pa-synth (clips rendered for training) or "
+                                                "real (built datasets)")] = "pa-synth",
     device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
-    recipe: Annotated[Path | None, typer.Option(help="Recipe JSON (default: the leaderboard "
-                                                     "recipe, baselines/NAME.json)")] = None,
-    seed: Annotated[int | None, typer.Option(
-        min=0, help="Train with this seed instead of the recipe's (clips, weights, batches): "
-                    "another training seed of the method, e.g. for `pabench evaluate FILE "
-                    "--replica`; `baseline:NAME` evaluations train seeds 0, 1, 2 themselves")
-                    ] = None,
     path: Annotated[Path | None, typer.Option(
-        "--out", help="Submission file to write (sidecar: same name, .json; curves: "
-                      ".curves.csv and .curves.png); default: "
-                      "$PABENCH_HOME/baselines/NAME-PRESET-RECIPEHASH.pt2")] = None,
-    resume: Annotated[bool, typer.Option(help="Continue from the checkpoint an interrupted "
-                                              "run of the same recipe left")] = False,
-    eval_every: Annotated[int, typer.Option(min=1, help="Minimax iterations between curve rows "
-                                                 "(losses, held-out utility and privacy)")] = 25,
-    held_out_attack: Annotated[bool, typer.Option(
-        help="pa-synth: then train fresh tiny-dense2d attackers (from protocol v5 on also "
-             "one on frames standardized) on the export's output of held-out clips and print "
-             "their cMAP on others, the worse first (OUT.held-out-attack.json): the privacy "
-             "measure to tune a recipe on")] = False,
-    fmt: Annotated[str, typer.Option("--format", help="torch.export (default) or torchscript "
+        "--out", help="Submission file to write, with NAME.json, NAME.curves.csv/.png beside "
+                      "it (default: $PABENCH_HOME/baselines/NAME-PRESET-RECIPEHASH.pt2)")
+                    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="torch.export or torchscript "
                                                       "(deprecated)")] = "torch.export",
+    data_dir: Annotated[Path | None, typer.Option(
+        rich_help_panel=REAL, help="Built datasets (default: $PABENCH_HOME/datasets)")] = None,
+    action_data: Annotated[str, typer.Option(
+        rich_help_panel=REAL, help="Action dataset (its train split, a tenth held out)")
+                           ] = "ucf101",
+    privacy_data: Annotated[str, typer.Option(
+        rich_help_panel=REAL, help="Privacy dataset (its train split, a tenth held out)")
+                            ] = "vispr1",
+    recipe: Annotated[Path | None, typer.Option(
+        rich_help_panel=TRAINING, help="Recipe JSON (default: baselines/NAME.json)")] = None,
+    seed: Annotated[int | None, typer.Option(
+        min=0, rich_help_panel=TRAINING, help="Train with this seed instead of the recipe's: "
+        "another training seed, e.g. for `pabench evaluate FILE --replica`")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", rich_help_panel=TRAINING,
+        help="Continue from the checkpoint an interrupted run of the same recipe left")] = False,
+    eval_every: Annotated[int, typer.Option(
+        min=1, rich_help_panel=TRAINING, help="Minimax iterations between curve rows")] = 25,
+    held_out_attack: Annotated[bool, typer.Option(
+        "--held-out-attack", rich_help_panel=TRAINING, help="pa-synth: then train fresh "
+        "attackers on the export's output of held-out clips and print their cMAP "
+        "(OUT.held-out-attack.json), the privacy measure to tune a recipe on")] = False,
 ) -> None:
     """Train a learned baseline on pa-synth or on built real datasets (or reuse its cache) and
-    export it: progress and curves on stderr, the written paths on stdout."""
+    export it: progress and curves on stderr, the written paths on stdout.
+
+    Examples:
+
+      pabench train-baseline spact --preset tiny
+
+      pabench train-baseline vita --benchmark real --device cuda --out vita.pt2
+    """
     from pabench.cli.progress import progress_bar
     from pabench.io import pabench_home
     from pabench.training.anonymizer import default_recipe

@@ -53,12 +53,14 @@ BENCHMARKS = {"pa-synth": tuple(SYNTH_DATASETS)}
 _SYNTH_ROLES = {
     "synth-action": ("action train/test (like UCF101 / HMDB51)", "known actions"),
     "synth-privacy": ("privacy train/test (like VISPR1)", "known attributes"),
-    "synth-pa": ("test only, actions + per-frame privacy labels (like PA-HMDB51)", "both"),
+    "synth-pa": ("test only, actions + per-frame privacy labels (like PA-HMDB51)",
+                 "known actions and attributes"),
     "synth-action-novel": ("action train/test with novel classes (like HMDB51 after UCF101)",
                            "novel actions"),
     "synth-privacy-novel": ("privacy train/test with novel attributes (like VISPR2), plus "
                             "scene/object labels (like P-HVU)", "novel attributes"),
 }
 for _name, (_role, _what) in _SYNTH_ROLES.items():
-    DATASETS.add(_name, DatasetSpec(_name, f"pa-synth: {_what}", _role, "mit", True))
+    DATASETS.add(_name, DatasetSpec(_name, f"a dataset of the pa-synth benchmark: {_what}",
+                                    _role, "mit", True))
 

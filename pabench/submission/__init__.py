@@ -8,8 +8,9 @@ Contract (quoted by the README):
   A ``torch.save`` pickle (a zip with ``data.pkl`` but no TorchScript code, or a raw pickle) is
   refused without being unpickled: pickles run arbitrary code.
 * ``forward`` takes float32 ``[B, 3, T, H, W]`` RGB in [0, 1] and returns the same shape in
-  [0, 1]. Export with dynamic batch, T, H and W (``export_submission`` does) so that every
-  protocol's clip spec fits; a program whose input spec cannot take the protocol's clips is refused.
+  [0, 1]. Export with dynamic batch, T, H and W (``export_submission`` does, and logs the input
+  spec and the probed clip sizes the program runs on) so that every protocol's clip spec fits; a
+  program whose input spec or guards cannot take the protocol's clips is refused.
 * Loading never executes Python code from the file (docs/submitting.md says what is promised).
   The zip is checked before anything is inflated (size, member count, compression ratio) and
   refused when ambiguous (a name twice, names differing in case, two roots, odd names); only
@@ -55,8 +56,10 @@ if TYPE_CHECKING:
     from pabench.submission.export import (
         EXPORT_FORMATS,
         ExportFormat,
+        Probe,
         check_format,
         export_submission,
+        probe,
     )
     from pabench.submission.load import load_submission
     from pabench.submission.meta import SubmissionMeta, TrainingData, read_meta
@@ -64,17 +67,16 @@ if TYPE_CHECKING:
 _HOMES = {
     "from_module": "baseline", "EXPORT_HINT": "core", "InputSpec": "core", "Submission": "core",
     "EXPORT_FORMATS": "export", "ExportFormat": "export", "check_format": "export",
-    "export_submission": "export", "load_submission": "load", "SubmissionMeta": "meta",
-    "TrainingData": "meta", "read_meta": "meta", "DEFAULT_BUDGETS": "behaviour",
-    "Budgets": "behaviour", "ValidationReport": "behaviour", "validate": "behaviour",
+    "export_submission": "export", "Probe": "export", "probe": "export",
+    "load_submission": "load", "SubmissionMeta": "meta", "TrainingData": "meta",
+    "read_meta": "meta", "DEFAULT_BUDGETS": "behaviour", "Budgets": "behaviour",
+    "ValidationReport": "behaviour", "validate": "behaviour",
 }
 __all__ = [
     "DEFAULT_BUDGETS", "EXPORT_FORMATS", "EXPORT_HINT", "Budgets", "ExportFormat", "InputSpec",
-    "Submission", "SubmissionMeta", "TrainingData", "ValidationReport", "check_format",
-    "export_submission", "from_module", "load_submission", "read_meta", "validate",
+    "Probe", "Submission", "SubmissionMeta", "TrainingData", "ValidationReport", "check_format",
+    "export_submission", "from_module", "load_submission", "probe", "read_meta", "validate",
 ]
-
-
 
 
 def __getattr__(name: str) -> object:

@@ -6,7 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import sympy
 import torch
+from torch.export import ExportedProgram
 
 from pabench.errors import PabenchError
 from pabench.submission.meta import SubmissionMeta
@@ -21,6 +23,12 @@ JIT_DEPRECATION = r"`torch\.jit\.\w+` is deprecated"
 
 def fail(path: Path, problem: str) -> PabenchError:
     return PabenchError(f"submission {path}: {problem}")
+
+
+def reason(e: BaseException) -> str:
+    """The first non-empty line of an exception, cut short: torch's messages run to pages."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,27 @@ class InputSpec:
         parts = [str(lo) if lo == hi else f"{lo}..{'inf' if hi is None else hi}"
                  for lo, hi in self.ranges]
         return f"[{', '.join(parts)}]"
+
+    @classmethod
+    def of(cls, ep: ExportedProgram) -> InputSpec:
+        """The ranges an exported program declares for its one tensor input."""
+        from torch.utils._sympy.numbers import int_oo
+        from torch.utils._sympy.value_ranges import bound_sympy
+
+        user = set(ep.graph_signature.user_inputs)
+        vals = [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
+        if len(vals) != 1 or not isinstance(vals[0], torch.Tensor):
+            raise PabenchError(f"forward must take exactly one tensor input, got {len(vals)} "
+                               "inputs")
+        ranges: list[tuple[int, int | None]] = []
+        for d in vals[0].shape:
+            if isinstance(d, int):
+                ranges.append((d, d))
+                continue
+            vr = bound_sympy(d.node.expr, ep.range_constraints)
+            hi = None if vr.upper in (sympy.oo, int_oo) else int(vr.upper)
+            ranges.append((int(vr.lower), hi))
+        return cls(tuple(ranges))
 
 
 @dataclass

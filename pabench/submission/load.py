@@ -11,14 +11,12 @@ import warnings
 from collections.abc import Collection, Iterator
 from pathlib import Path
 
-import sympy
 import torch
-from torch.export import ExportedProgram
 
 from pabench.errors import PabenchError
 from pabench.io import check_name
 from pabench.submission.archive import read_archive
-from pabench.submission.core import InputSpec, Submission, fail
+from pabench.submission.core import InputSpec, Submission, fail, reason
 from pabench.submission.meta import SubmissionMeta, read_meta
 from pabench.submission.safety import (
     check_export_archive,
@@ -47,25 +45,6 @@ def submission_name(path: Path, meta: SubmissionMeta, sidecar: Path,
     return name
 
 
-def _input_spec(ep: ExportedProgram) -> InputSpec:
-    from torch.utils._sympy.numbers import int_oo
-    from torch.utils._sympy.value_ranges import bound_sympy
-
-    user = set(ep.graph_signature.user_inputs)
-    vals = [n.meta["val"] for n in ep.graph.nodes if n.op == "placeholder" and n.name in user]
-    if len(vals) != 1 or not isinstance(vals[0], torch.Tensor):
-        raise PabenchError(f"forward must take exactly one tensor input, got {len(vals)} inputs")
-    ranges: list[tuple[int, int | None]] = []
-    for d in vals[0].shape:
-        if isinstance(d, int):
-            ranges.append((d, d))
-            continue
-        vr = bound_sympy(d.node.expr, ep.range_constraints)
-        hi = None if vr.upper in (sympy.oo, int_oo) else int(vr.upper)
-        ranges.append((int(vr.lower), hi))
-    return InputSpec(tuple(ranges))
-
-
 _WEIGHTS = re.compile(r"(data/weights/weight_|data/constants/tensor_|data/|constants/)[0-9]+")
 
 
@@ -81,12 +60,6 @@ def _quiet() -> Iterator[None]:
             yield
     finally:
         logger.setLevel(level)
-
-
-def _reason(e: BaseException) -> str:
-    """The first non-empty line of an exception, cut short: torch's messages run to pages."""
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__
 
 
 def load_submission(path: Path, meta_path: Path | None = None, device: str = "cpu",
@@ -110,16 +83,16 @@ def load_submission(path: Path, meta_path: Path | None = None, device: str = "cp
             with weights_only_torch_load(), _quiet():
                 ep = torch.export.load(io.BytesIO(checked))
         except Exception as e:  # the deserializer raises many types on a bad archive
-            raise fail(path, f"torch.export.load failed ({_reason(e)})") from None
+            raise fail(path, f"torch.export.load failed ({reason(e)})") from None
         check_graph(path, ep)
         if device != "cpu":
             ep = torch.export.passes.move_to_device_pass(ep, device)
-        return Submission(name, path, sha, fmt, ep.module(), meta, _input_spec(ep),
+        return Submission(name, path, sha, fmt, ep.module(), meta, InputSpec.of(ep),
                           weight_bytes=weight_bytes)
     checked = check_torchscript_archive(path, archive)
     try:
         with _quiet():
             module = torch.jit.load(io.BytesIO(checked), map_location=device)
     except Exception as e:  # TorchScript raises RuntimeError subclasses with long C++ traces
-        raise fail(path, f"torch.jit.load failed ({_reason(e)})") from None
+        raise fail(path, f"torch.jit.load failed ({reason(e)})") from None
     return Submission(name, path, sha, fmt, module.eval(), meta, weight_bytes=weight_bytes)
