@@ -45,7 +45,10 @@ from pabench.runtime import (
     pabench_home,
 )
 from pabench.submission import SubmissionMeta, TrainingData, check_format, export_submission
-from pabench.training.anonymizer import (
+from pabench.training.curves import Curves
+from pabench.training.held_out import HeldOutAttack
+from pabench.training.held_out import held_out_attack as measure_held_out
+from pabench.training.methods import (
     AnonymizerAmp,
     AnyRecipe,
     Log,
@@ -56,9 +59,6 @@ from pabench.training.anonymizer import (
     load_recipe,
     train_anonymizer,
 )
-from pabench.training.curves import Curves
-from pabench.training.held_out import HeldOutAttack
-from pabench.training.held_out import held_out_attack as measure_held_out
 from pabench.training.pools import TrainingSource, real_source, synth_source
 
 VERSION = "v2"  # bump when the architecture, the training data or the training code changes

@@ -62,7 +62,7 @@ def train_baseline(
     from pabench.anonymizers.learned_baselines import train_and_export
     from pabench.cli.progress import progress_bar
     from pabench.runtime import pabench_home
-    from pabench.training.anonymizer import default_recipe
+    from pabench.training.methods import default_recipe
 
     with checking_arguments():
         default_recipe(name)
