@@ -22,7 +22,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from test_learned_real import _images, _videos  # noqa: E402
 
-from pabench.training.anonymizer import default_recipe, train_anonymizer  # noqa: E402
+from pabench.training.methods import default_recipe, train_anonymizer  # noqa: E402
 from pabench.training.pools import real_source  # noqa: E402
 
 

@@ -31,12 +31,11 @@ import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
 from torch.utils.flop_counter import FlopCounterMode
 
-import pabench.training as training
 from pabench.data.clipset import load_clipset
 from pabench.data.synth import build_synth, get_preset
 from pabench.models import MODELS, build_model
 from pabench.protocols import PROTOCOLS, Schedule
-from pabench.training import FitSpec, fit
+from pabench.training import FitSpec, fit, fitting
 
 BATCH = Schedule().batch_size
 
@@ -137,7 +136,7 @@ def fit_profile(name: str, data: Path, preset: str, epochs: int) -> tuple[float,
                    Schedule(max_epochs=epochs, min_epochs=epochs, patience=epochs), ("shift",), 0,
                    device=DEVICE)
     spent = [0.0]
-    validate = training._validate
+    validate = fitting._validate
 
     def timed_validate(*args: object) -> tuple[float, float]:
         start = time.perf_counter()
@@ -146,13 +145,13 @@ def fit_profile(name: str, data: Path, preset: str, epochs: int) -> tuple[float,
         finally:
             spent[0] += time.perf_counter() - start
 
-    training._validate = timed_validate  # type: ignore[assignment]
+    fitting._validate = timed_validate  # type: ignore[assignment]
     try:
         start = time.perf_counter()
         fit(spec, clips.videos, y)
         return time.perf_counter() - start, spent[0]
     finally:
-        training._validate = validate
+        fitting._validate = validate
 
 
 def main() -> None:

@@ -75,7 +75,7 @@ for method in ("spact", "penalty", "vita", "vita-grl", "vita-kbeam", "mppar"):
 # 3. the leaderboard spact recipe, bf16 autocast against float32, one after the other
 code = """
 import json, sys, time, torch
-from pabench.training.anonymizer import default_recipe, train_anonymizer
+from pabench.training.methods import default_recipe, train_anonymizer
 from pabench.training.curves import Curves
 from pathlib import Path
 amp, work = sys.argv[1], Path(sys.argv[2])

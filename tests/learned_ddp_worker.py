@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from pabench.runtime import init_distributed
-from pabench.training.anonymizer import load_recipe, train_anonymizer
+from pabench.training.methods import load_recipe, train_anonymizer
 from pabench.training.pools import real_source
 
 init_distributed("cpu")

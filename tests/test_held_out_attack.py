@@ -14,11 +14,12 @@ from typer.testing import CliRunner
 from pabench.cli import app
 from pabench.errors import PabenchError
 from pabench.protocols import NEXT, PROTOCOLS, Schedule, get_protocol
-from pabench.training import anonymizer, held_out
-from pabench.training.anonymizer import RECIPES, default_recipe, train_anonymizer
+from pabench.training import held_out
 from pabench.training.attackers import HELD_OUT_ATTACKER, TRAINING_ONLY
 from pabench.training.baselines import train_and_export
 from pabench.training.held_out import held_out_attack, held_out_attackers
+from pabench.training.methods import RECIPES, default_recipe, train_anonymizer
+from pabench.training.methods import run as method_run
 
 
 def _shortened(epochs: int) -> Schedule:
@@ -173,11 +174,11 @@ def test_a_run_stopped_while_probing_resumes_to_the_same_selection(tmp_path, mon
     def stopped(*args, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(anonymizer, "select_snapshot", stopped)
+    monkeypatch.setattr(method_run, "select_snapshot", stopped)
     with pytest.raises(KeyboardInterrupt):
         train_anonymizer(recipe, "tiny", checkpoint=ckpt)
     assert [s["step"] for s in torch.load(ckpt, weights_only=True)["snapshots"]] == [0, 3]
-    monkeypatch.setattr(anonymizer, "select_snapshot", held_out.select_snapshot)
+    monkeypatch.setattr(method_run, "select_snapshot", held_out.select_snapshot)
     resumed = train_anonymizer(recipe, "tiny", checkpoint=ckpt, resume=True)
     assert [r["step"] for r in resumed.selection] == [3, 6]
     assert resumed.selection == whole.selection and sum(r["chosen"] for r in whole.selection) == 1

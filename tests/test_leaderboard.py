@@ -39,7 +39,7 @@ from pabench.records import (
     Replica,
     write_record,
 )
-from pabench.training.anonymizer import default_recipe
+from pabench.training.methods import default_recipe
 
 XSS = "<script>alert(1)</script>"
 XSS_ENTRY = "scripted"  # names are ASCII words; its authors and command carry the markup

@@ -37,20 +37,20 @@ from pabench.protocols import PROTOCOLS
 from pabench.runtime import numerics
 from pabench.submission import load_submission, validate
 from pabench.training import baselines as learned_baselines
-from pabench.training.anonymizer import (
-    _SSL,
+from pabench.training.baselines import cache_path, load_or_train, training_data
+from pabench.training.methods import (
     METHODS,
     RECIPES,
     SPActRecipe,
     TrainResult,
-    _evaluating,
-    _Run,
     default_recipe,
     load_recipe,
     pretrain_identity,
     train_anonymizer,
 )
-from pabench.training.baselines import cache_path, load_or_train, training_data
+from pabench.training.methods.base import _evaluating
+from pabench.training.methods.run import _Run
+from pabench.training.methods.spact import _SSL
 from pabench.training.pools import Batches, as_tensor, render_pool, synth_source
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -21,7 +21,7 @@ from pabench.data.hub import DatasetMeta, encode_mp4, write_meta, write_split
 from pabench.errors import PabenchError
 from pabench.protocols import protocols_for
 from pabench.submission import load_submission
-from pabench.training.anonymizer import METHODS, VitaRecipe, default_recipe, load_recipe
+from pabench.training.methods import METHODS, VitaRecipe, default_recipe, load_recipe
 from pabench.training.pools import Batches, real_source
 
 ROOT = Path(__file__).resolve().parents[1]

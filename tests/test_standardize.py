@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pabench import training
 from pabench.evaluation.config import EvaluationConfig
 from pabench.evaluation.data import load, start_run, view
 from pabench.evaluation.fit import plan
@@ -25,6 +24,7 @@ from pabench.training import (
     build_for,
     centre_stats,
     fit,
+    fitting,
     predict,
 )
 
@@ -118,7 +118,7 @@ def test_training_shifts_only_the_departure_from_the_mean_image(monkeypatch) -> 
             lambda m, args: seen.append(args[0].detach()) if m.training else None)
         return net
 
-    monkeypatch.setattr(training, "build_for", build_hooked)
+    monkeypatch.setattr(fitting, "build_for", build_hooked)
     fit(spec, videos, labels)
     assert seen and max(x.abs().max() for x in seen) <= centred.abs().max() + 1e-4
 

@@ -33,7 +33,7 @@ from pabench.evaluation.anonymize import anonymize, windows
 from pabench.evaluation.data import Run
 from pabench.protocols import PROTOCOLS
 from pabench.submission.baseline import from_module
-from pabench.training import _draw, _gather
+from pabench.training.augment import _draw, _gather
 
 
 def _dataset(root: Path, n: int, still: bool = False) -> list[Path]:

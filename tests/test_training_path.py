@@ -14,17 +14,8 @@ import torch.nn.functional as F
 from pabench.evaluation.config import EvaluationConfig, usable_cores, workers_and_threads
 from pabench.models import _temporal_shift, build_model
 from pabench.protocols import Schedule
-from pabench.training import (
-    FitSpec,
-    _augment,
-    _batches,
-    _draw,
-    _gather,
-    fit,
-    memory_format,
-    predict,
-    prepare,
-)
+from pabench.training import FitSpec, fit, memory_format, predict, prepare
+from pabench.training.augment import _augment, _batches, _draw, _gather
 
 
 def _shift_reference(x: torch.Tensor, rng: np.random.Generator) -> torch.Tensor:

@@ -5,7 +5,7 @@ global temporal pooling, the lightest 3D context there is, which lets it tell st
 from motion. Its output is a sigmoid, so it lies in [0, 1]; it is tensor-only and exports with
 torch.export and TorchScript like every other baseline.
 
-This module holds only the network, so that the training loops (`pabench.training.anonymizer`)
+This module holds only the network, so that the training loops (`pabench.training.methods`)
 and the registered baselines (`pabench.training.baselines`) both import it without
 importing each other. The class stays here: its module path is part of a baseline's sha256
 (`pabench.submission.from_module`), which keys caches and records.

@@ -70,8 +70,8 @@ def train_baseline(
     """
     from pabench.cli.progress import progress_bar
     from pabench.io import pabench_home
-    from pabench.training.anonymizer import default_recipe
     from pabench.training.baselines import train_and_export
+    from pabench.training.methods import default_recipe
 
     with checking_arguments():
         default_recipe(name)

@@ -92,7 +92,7 @@ class Entry:
     @property
     def learned_baseline(self) -> bool:
         """pabench's own trained f_A (`baseline:spact` ...), whose recipe can change."""
-        from pabench.training.anonymizer import RECIPES
+        from pabench.training.methods import RECIPES
 
         s = self.record.submission
         return s.format == "baseline" and s.name in RECIPES
@@ -104,7 +104,7 @@ class Entry:
         now" each; empty when it is the current one, None when not a learned baseline or the
         record predates records naming their recipe. A recipe change leaves old records
         standing until re-made: this tells a reader which ones score an older f_A."""
-        from pabench.training.anonymizer import default_recipe
+        from pabench.training.methods import default_recipe
 
         recorded = self.record.submission.meta.training_recipe
         if not self.learned_baseline or recorded is None:

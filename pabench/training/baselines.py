@@ -3,7 +3,7 @@ MPPAR): registered in `pabench.anonymizers`' registry, trained on first use and 
 exported.
 
 `baseline:NAME` trains for the requested preset (recipes and loops in
-`pabench.training.anonymizer`, the network in `pabench.anonymizers.learned`) on clips rendered
+`pabench.training.methods`, the network in `pabench.anonymizers.learned`) on clips rendered
 from a seed namespace no benchmark split uses, with known actions only (and, for the VITA
 family, known attributes only), against architectures no protocol scores with, and caches the
 weights under `BuildContext.cache_dir` keyed by the training data (preset, or the real
@@ -36,7 +36,10 @@ from pabench.io import Progress, atomic_write_text, check_writable, digest, pabe
 from pabench.protocols import get_protocol
 from pabench.runtime import check_device, hardware_info, init_distributed, is_rank0, numerics
 from pabench.submission import SubmissionMeta, TrainingData, check_format, export_submission
-from pabench.training.anonymizer import (
+from pabench.training.curves import Curves
+from pabench.training.held_out import HeldOutAttack
+from pabench.training.held_out import held_out_attack as measure_held_out
+from pabench.training.methods import (
     AnonymizerAmp,
     AnyRecipe,
     Log,
@@ -47,9 +50,6 @@ from pabench.training.anonymizer import (
     load_recipe,
     train_anonymizer,
 )
-from pabench.training.curves import Curves
-from pabench.training.held_out import HeldOutAttack
-from pabench.training.held_out import held_out_attack as measure_held_out
 from pabench.training.pools import TrainingSource, real_source, synth_source
 
 VERSION = "v2"  # bump when the architecture, the training data or the training code changes
