@@ -281,4 +281,6 @@ def _compute(config: EvaluationConfig, progress: Progress | None, sub: Submissio
         command=config.command or (f"pabench.evaluate({str(config.submission)!r}, "
                                    f"protocol={spec.id!r})"),
     )
+    # numbers as the schema stores them, so the record returned and printed is the one written
+    record = Record.model_validate_json(record.model_dump_json())
     return Evaluation(record, sample, predictions)
