@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-STAGES = ("validate", "anonymize", "train_side_by_side", "worker_start", "compute_train",
+STAGES = ("validate", "anonymize", "train_side_by_side", "compute_train",
           "compute_predict", "score", "raw_reference", "consistency")
 
 
@@ -166,7 +166,7 @@ def report(name: str, rows: list[dict], peak: dict[str, float]) -> float:
               f"{r['top1']:6.1f} {r['cmap']:6.1f} {r['raw']:8.1f}  {per}")
     total = sum(r["wall"] for r in rows)
     sums = {s: sum(r["timings"].get(s, 0.0) for r in rows) for s in STAGES}
-    print("stage (s summed over protocols; worker_start and compute_train sum the workers' "
+    print("stage (s summed over protocols; compute_train sums the workers' "
           "seconds):")
     for s in STAGES:
         if sums[s]:

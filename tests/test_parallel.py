@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import pickle
+import time
 from pathlib import Path
 
 import numpy as np
@@ -55,14 +55,15 @@ def test_side_by_side_training_reproduces_the_sequential_record(synth_tiny: Path
     assert len(attack["scores"].iloc[0]) == len(seq.metrics.attributes)
     assert np.allclose([sum(x) for x in target["scores"]], 1, atol=1e-4)  # probabilities
     # the next evaluation of this process trains in the same workers: no imports paid again
-    from pabench.evaluation.parallel import worker_pool
+    from pabench.evaluation.parallel import pool
 
-    pids = {w.proc.pid for w in worker_pool(2, 1).started}
-    assert len(pids) == 2 and par.timings["worker_start"] > 0
+    executor = pool(2, 1)
+    pids = set(executor._processes)
+    assert len(pids) == 2
     again = evaluate("baseline:downsample-2x", QUICK, preset="tiny", data_dir=synth_tiny,
                      workers=2, output_dir=tmp_path / "out2")
-    assert again.timings["compute_train"] > 0 and "worker_start" not in again.timings
-    assert {w.proc.pid for w in worker_pool(2, 1).started} == pids
+    assert again.timings["compute_train"] > 0
+    assert pool(2, 1) is executor and set(executor._processes) == pids
 
 
 def test_negative_workers_is_refused() -> None:
@@ -77,22 +78,18 @@ def test_a_worker_imports_the_parents_pabench_whatever_the_working_directory(tmp
                                                                             monkeypatch) -> None:
     """Started beside another checkout, a worker once trained with that code and missed the
     parent's caches (`python -m` puts the working directory first on sys.path)."""
-    import subprocess
-
     import pabench
-    from pabench.evaluation.parallel import worker_command
+    from pabench.evaluation.parallel import pool
 
     decoy = tmp_path / "pabench"
     decoy.mkdir()
     (decoy / "__init__.py").write_text("raise SystemExit('the decoy checkout was imported')\n")
     monkeypatch.chdir(tmp_path)
-    argv, env = worker_command(1)
-    assert argv[-2:] == ["-c", "from pabench.evaluation.parallel import serve; serve()"]
-    out = subprocess.run([*argv[:-1], "import pabench; print(pabench.__file__)"], env=env,
-                         capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert Path(out.stdout.strip()).resolve() == Path(pabench.__file__).resolve()
-    assert env["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("PABENCH_DECOY", "1")  # another environment: fresh workers, started here
+    executor = pool(1, 1)
+    assert executor.submit(eval, "__import__('pabench').__file__").result(timeout=120) == \
+        pabench.__file__
+    assert executor.submit(eval, "__import__('os').environ['OMP_NUM_THREADS']").result() == "1"
 
 
 def test_a_failed_job_names_its_model_and_a_dead_worker_is_replaced(synth_tiny: Path,
@@ -103,35 +100,29 @@ def test_a_failed_job_names_its_model_and_a_dead_worker_is_replaced(synth_tiny: 
 
     from pabench.errors import PabenchError
     from pabench.evaluation.data import Run
-    from pabench.evaluation.parallel import FitJob, WorkerPool
+    from pabench.evaluation.parallel import FitJob, _work, pool, result
 
     run = Run(protocol=QUICK, benchmark="pa-synth", preset="tiny", data_dir=synth_tiny,
               work_dir=tmp_path / "runs", device="cpu", seeds=(0,), frames=8, size=32,
               progress=None)
     job = FitJob("0" * 64, "ghost", "tiny2d", "attributes", 0)  # nothing anonymized: fails
-    pool = WorkerPool(1, 1)
-    workers = pool.started
-    try:
-        for kill in (False, True):
-            with pytest.raises(PabenchError, match=r"ghost: attacker tiny2d \(seed 0\): "
-                               "training process failed: .*missing from the cache"):
-                pool.call(run, job)
-            (worker,) = pool.started[-1:]
-            assert worker.alive
-            if kill:
-                os.kill(worker.proc.pid, signal.SIGKILL)
-                worker.proc.wait()
-                with pytest.raises(PabenchError, match=r"ghost: attacker tiny2d \(seed 0\): "
-                                   r"training process failed: killed by SIGKILL \(out of "
-                                   r"memory\?\)$"):
-                    worker.call(pickle.dumps((run, job, 1)), job.stage)  # what a job saw
-                with pytest.raises(PabenchError, match="missing from the cache"):
-                    pool.call(run, job)
-                assert len(pool.started) == 2 and pool.started[-1].alive
-    finally:
-        started = list(workers)
-        pool.close()
-    assert started and not any(w.alive for w in started)
+    missing = (r"ghost: attacker tiny2d \(seed 0\): training process failed: "
+               ".*missing from the cache")
+    executor = pool(1, 1)
+    with pytest.raises(PabenchError, match=missing):
+        result(executor.submit(_work, run, job, 1), job)
+    (pid,) = executor._processes
+    assert pool(1, 1) is executor and set(executor._processes) == {pid}  # still serving
+    sleeper = executor.submit(eval, "__import__('time').sleep(60)")
+    time.sleep(1)
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(PabenchError, match=r"ghost: attacker tiny2d \(seed 0\): training "
+                       r"process failed: killed by SIGKILL \(out of memory\?\)$"):
+        result(sleeper, job)  # what a job saw
+    replaced = pool(1, 1)
+    assert replaced is not executor
+    with pytest.raises(PabenchError, match=missing):
+        result(replaced.submit(_work, run, job, 1), job)
 
 
 def test_a_worker_ends_with_a_parent_killed_mid_job() -> None:

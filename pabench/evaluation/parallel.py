@@ -7,39 +7,33 @@ its weights and test predictions; `score` then finds every prediction cached. A 
 with the same seed and one thread either way, so its numbers match a sequential
 single-threaded run exactly.
 
-Workers are long-lived (`WorkerPool`): starting one (importing torch, torchvision and
-scikit-learn) takes 5-11 s on 2 CPU cores and initialising CUDA more, which a process per model
-paid for every one of an evaluation's 12-24 models (docs/performance.md). A worker is a
-fresh `python -P` running `serve` (so a user's script needs no `if __name__ == "__main__"`
-guard), fed our own pickles on a pipe.
+Workers are long-lived: starting one (importing torch, torchvision and scikit-learn) takes 5-11
+s on 2 CPU cores and initialising CUDA more, which a process per model paid for every one of an
+evaluation's 12-24 models. They are loky's reusable executor (`pool`): spawned processes that
+need no `if __name__ == "__main__"` guard in a user's script, get the parent's `sys.path` (so
+they import this very pabench, whatever the working directory), are reused by every evaluation
+of the process and replaced when one dies.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
-import pickle
-import queue
-import signal
-import subprocess
+import re
 import sys
-import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, Future, as_completed, wait
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
 import torch
+from loky import get_reusable_executor
+from loky.process_executor import TerminatedWorkerError
 
-import pabench
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.evaluation.fit import cached_prediction, fit_predict, plan
 from pabench.evaluation.score import Sides, sides
-from pabench.io import printable
 from pabench.models import MODELS, build_model
 from pabench.submission import Submission, SubmissionMeta
 from pabench.training import FitSpec
@@ -91,184 +85,50 @@ def train_side_by_side(run: Run, subs: list[Submission], workers: int, threads: 
     cost = {m: _step_seconds(run, m) for m in {job.model for job in pending}}
     pending.sort(key=lambda job: -cost[job.model])  # longest first: no worker idles at the end
     portable = replace(run, progress=None, timings={}, sets={}, anonymized={})
-    pool = worker_pool(workers, threads)
-    stop = threading.Event()  # after a failure no job starts, not even one already dequeued
-
-    def call(job: FitJob) -> dict[str, float]:
-        if stop.is_set():
-            return {}
-        try:
-            return pool.call(portable, job)
-        except BaseException:
-            stop.set()
-            raise
-
-    with ThreadPoolExecutor(min(workers, len(pending))) as threads_:
-        futures = [threads_.submit(call, job) for job in pending]
-        try:
-            for done, future in enumerate(as_completed(futures), 1):
-                for key, value in future.result().items():
-                    run.timings[key] = run.timings.get(key, 0.0) + value
-                if run.progress:
-                    run.progress("train models side by side", done, len(pending))
-        except BaseException as e:
-            # models already trained stay cached; after an error the running ones finish (and
-            # are cached too), after Ctrl-C they are stopped
-            stop.set()
-            if isinstance(e, KeyboardInterrupt):
-                pool.kill()
-            threads_.shutdown(wait=True, cancel_futures=True)
-            raise
+    executor = pool(workers, threads)
+    futures = {executor.submit(_work, portable, job, threads): job for job in pending}
+    try:
+        for done, future in enumerate(as_completed(futures), 1):
+            for key, value in result(future, futures[future]).items():
+                run.timings[key] = run.timings.get(key, 0.0) + value
+            if run.progress:
+                run.progress("train models side by side", done, len(pending))
+    except BaseException as e:
+        # models already trained stay cached; after an error no job starts and the running
+        # ones finish (and are cached too), after Ctrl-C they are stopped
+        for future in futures:
+            future.cancel()
+        if isinstance(e, KeyboardInterrupt):
+            executor.shutdown(wait=False, kill_workers=True)
+        else:
+            wait(futures)
+        raise
 
 
-class _Worker:
-    """One worker process; its stderr goes to a file (a pipe nobody reads could fill and stall
-    it) whose tail names the cause when the process dies."""
-
-    def __init__(self, threads: int) -> None:
-        argv, env = worker_command(threads)
-        self.log = tempfile.TemporaryFile()
-        self.launched: float | None = time.perf_counter()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.log, env=env)
-
-    def call(self, payload: bytes, stage: str) -> dict[str, float]:
-        """Run one job; the first also waits for the worker's imports, timed as
-        `worker_start` (what a process per model paid for every model)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        start: dict[str, float] = {}
-        try:
-            if self.launched is not None:
-                _receive(self.proc.stdout)  # the worker is ready
-                start["worker_start"] = time.perf_counter() - self.launched
-                self.launched = None
-            _send(self.proc.stdin, payload)
-            reply = _receive(self.proc.stdout)
-        except (BrokenPipeError, EOFError):
-            raise PabenchError(f"{stage}: training process failed: {self._cause()}") from None
-        ok, value = pickle.loads(reply)
-        if not ok:
-            raise PabenchError(f"{stage}: training process failed: {value}")
-        return {**value, **start}
-
-    def _cause(self) -> str:
-        """Why the process died: the signal that killed it (SIGKILL is what the kernel's
-        out-of-memory killer sends), else the last line it wrote (an exception's)."""
-        code = self.proc.wait()
-        if code < 0:
-            name = signal.Signals(-code).name
-            hint = " (out of memory?)" if -code == signal.SIGKILL else ""
-            return f"killed by {name}{hint}"
-        self.log.seek(0)
-        lines = self.log.read().decode(errors="replace").strip().splitlines()
-        return printable((lines or [f"exit status {code}, no output"])[-1], 300)
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):  # end of input: the worker exits
-            self.proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+IDLE_SECONDS = 600
+"""A worker idle this long exits (its memory back to the machine); the next job starts one."""
 
 
-class WorkerPool:
-    """`workers` long-lived worker processes of `threads` threads each, reused by every
-    evaluation of this process (`baseline:all`, `--protocol all`, several submissions) while
-    the settings and the environment they started with still hold."""
-
-    def __init__(self, workers: int, threads: int) -> None:
-        self.key = _pool_key(workers, threads)
-        self.threads = threads
-        self.idle: queue.SimpleQueue[_Worker | None] = queue.SimpleQueue()
-        self.started: list[_Worker] = []
-        for _ in range(workers):
-            self.idle.put(None)  # started on first use
-
-    def call(self, run: Run, job: FitJob) -> dict[str, float]:
-        """Train `job` in an idle worker (at most `workers` calls at once); a dead worker is
-        replaced."""
-        worker = self.idle.get()
-        try:
-            if worker is None or not worker.alive:
-                worker = _Worker(self.threads)
-                self.started.append(worker)
-            return worker.call(pickle.dumps((run, job, self.threads)), job.stage)
-        finally:
-            self.idle.put(worker)
-
-    def close(self) -> None:
-        for worker in self.started:
-            worker.close()
-        self.started.clear()
-
-    def kill(self) -> None:
-        """Stop every worker now (their jobs fail); the next job starts a new one."""
-        for worker in self.started:
-            worker.proc.kill()
+def pool(workers: int, threads: int) -> Executor:
+    """The process's workers: `workers` processes of `threads` threads each, reused while the
+    settings and the environment they started with still hold, restarted otherwise."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    return get_reusable_executor(max_workers=workers, timeout=IDLE_SECONDS, env=env,
+                                 initializer=_start_worker, initargs=(os.getpid(),))
 
 
-_POOL: WorkerPool | None = None
-
-
-def _pool_key(workers: int, threads: int) -> tuple:
-    """What a pool's workers were started with: a change of any of it needs new workers."""
-    return workers, threads, tuple(sorted(os.environ.items()))
-
-
-def worker_pool(workers: int, threads: int) -> WorkerPool:
-    """The process's pool, restarted when the workers, threads or environment changed."""
-    global _POOL
-    if _POOL is None or _POOL.key != _pool_key(workers, threads):
-        close_pool()
-        _POOL = WorkerPool(workers, threads)
-    return _POOL
-
-
-@atexit.register
-def close_pool() -> None:
-    global _POOL
-    if _POOL is not None:
-        _POOL.close()
-        _POOL = None
-
-
-def _send(pipe: BinaryIO, data: bytes) -> None:
-    pipe.write(len(data).to_bytes(8, "little") + data)
-    pipe.flush()
-
-
-def _receive(pipe: BinaryIO) -> bytes:
-    head = pipe.read(8)
-    if len(head) < 8:
-        raise EOFError
-    data = pipe.read(int.from_bytes(head, "little"))
-    if len(data) < int.from_bytes(head, "little"):
-        raise EOFError
-    return data
-
-
-_PARENT = "PABENCH_WORKER_PARENT"
-
-
-def worker_command(threads: int) -> tuple[list[str], dict[str, str]]:
-    """The worker's command line and environment. It must import this very `pabench`: `-m`
-    or `-c` would put the working directory first on `sys.path`, so a run started beside
-    another checkout (a benchmark of an older tree, a user's clone) trained with that code and
-    missed every cache the parent wrote. `-P` drops that entry; the parent's package root
-    leads. `-c` rather than `-m`: running this module as `__main__` would import it twice
-    (`pabench.evaluation` imports it too), with a warning as the worker's first words."""
-    root = str(Path(pabench.__file__).resolve().parent.parent)
-    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "PYTHONPATH": path,
-           _PARENT: str(os.getpid())}
-    return [sys.executable, "-P", "-c", f"from {__name__} import serve; serve()"], env
+def result(future: Future, job: FitJob) -> dict[str, float]:
+    """A job's timings, or its failure as one line naming the model; a worker that died names
+    the signal that killed it (SIGKILL is what the kernel's out-of-memory killer sends)."""
+    try:
+        return future.result()
+    except PabenchError as e:
+        raise PabenchError(f"{job.stage}: training process failed: {e}") from None
+    except TerminatedWorkerError as e:
+        codes = re.findall(r"(SIG[A-Z]+)\(-\d+\)", str(e))
+        cause = (f"killed by {codes[0]}" + (" (out of memory?)" if codes[0] == "SIGKILL" else "")
+                 if codes else "the process ended unexpectedly")
+        raise PabenchError(f"{job.stage}: training process failed: {cause}") from None
 
 
 def _step_seconds(run: Run, model: str, batch: int = 8) -> float:
@@ -319,20 +179,8 @@ def exit_with_parent(parent: int, poll: float = 1.0) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def serve() -> None:
-    """The worker's loop: a job in, its timings (or the error) out, until the input ends. The
-    replies get a descriptor of their own; anything printed goes to stderr, never into them."""
-    exit_with_parent(int(os.environ[_PARENT]))
-    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+def _start_worker(parent: int) -> None:
+    """Set a worker up: it ends with its parent, and what it prints goes to stderr, never
+    into a `--json` result on the parent's stdout."""
+    exit_with_parent(parent)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    _send(replies, b"")  # imports done: ready
-    while True:
-        try:
-            payload = _receive(sys.stdin.buffer)
-        except EOFError:
-            return
-        try:
-            reply = (True, _work(*pickle.loads(payload)))
-        except PabenchError as e:
-            reply = (False, str(e))
-        _send(replies, pickle.dumps(reply))
