@@ -4,6 +4,7 @@ datasets and models pabench has, is listed and documented apart, and is never ra
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -120,3 +121,33 @@ def test_all_protocols_leave_out_the_reproductions() -> None:
     assert {s.id for s in SPECS} <= every
     ran = {c.spec.id for c in expand("baseline:identity", "all", benchmark="real")}
     assert ran == every - {s.id for s in SPECS}
+
+
+def _gpu_reproduce():
+    spec = importlib.util.spec_from_file_location(
+        "gpu_reproduce", REPORTED.parents[2] / "benchmarks" / "gpu_reproduce.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_comparison_reads_the_papers_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    script = _gpu_reproduce()
+    rows = read_reported_csv(REPORTED)
+    spact = PROTOCOLS.get("paper-spact-t1-ucf101-vispr1").reproduces
+    assert script.reported(rows, spact, "Raw data") == pytest.approx(
+        {"action": 62.33, "privacy_cmap": 64.41, "privacy_f1": 55.5})
+    novel = PROTOCOLS.get("paper-spact-t2-novel").reproduces  # action and privacy rows apart
+    assert script.reported(rows, novel, "Downsample-4x") == pytest.approx(
+        {"action": 16.8, "privacy_cmap": 41.5, "privacy_f1": 33.1})
+    mppar = PROTOCOLS.get("paper-mppar-a-ucf101-vispr").reproduces  # not the HMDB51 row
+    assert script.reported(rows, mppar, "Basic adversarial model") == {
+        "action": 65.6, "privacy_cmap": 31.7}
+    with pytest.raises(SystemExit) as e:
+        script.main(["--help"])
+    assert e.value.code == 0 and "--weights-dir" in capsys.readouterr().out
+    assert script.main(["--list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(s.id in listed for s in SPECS)
+    assert script.main(["known"]) == 2
+    assert "not a paper reproduction" in capsys.readouterr().err
