@@ -114,7 +114,8 @@ def evaluate(
         ..., show_default=False, help="Files (.pt2 / TorchScript) or baseline:NAME, "
         "baseline:a,b, baseline:all; several share the data and the raw reference"),
     protocol: str = typer.Option("known", help="Protocol id, ID@VERSION, 'all' (every "
-                                 "protocol of the benchmark) or 'all@VERSION'"),
+                                 "protocol of the benchmark but the paper reproductions) or "
+                                 "'all@VERSION'"),
     benchmark: str = typer.Option("pa-synth", help="pa-synth or real"),
     preset: str = typer.Option("auto", help="pa-synth preset: tiny, standard, or auto "
                                "(standard on a GPU, tiny on CPU)"),
@@ -138,6 +139,9 @@ def evaluate(
     workers: int = typer.Option(0, rich_help_panel=ADVANCED, help="Models trained side by "
                                 "side (0: one per core on CPU, up to 12 per GPU for pa-synth; "
                                 "else 1)"),
+    weights_dir: Path | None = typer.Option(
+        None, rich_help_panel=STORAGE, help="Pretrained weights a protocol names (default: "
+        "$TORCH_HOME/hub/checkpoints, torchvision's own); never downloaded"),
     replica: list[Path] = typer.Option(
         [], rich_help_panel=ADVANCED, help="The method trained with another seed, one file "
         "per evaluation seed after the first (repeat): seed k's models score replica k"),
@@ -177,6 +181,7 @@ def evaluate(
                    for c in expand(submission, protocol, benchmark=benchmark, preset=preset,
                                    data_dir=data_dir, device=device, seed=seed,
                                    meta_path=meta, workers=workers, replicas=tuple(replica),
+                                   weights_dir=weights_dir,
                                    command=rerun_command(sys.argv[1:], submissions))]
     if preset == "auto" and benchmark == "pa-synth":
         err.print(f"preset: {configs[0].preset} (auto for device {clean(device)}; --preset "

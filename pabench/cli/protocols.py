@@ -23,7 +23,8 @@ def list_protocols(
     json_out: bool = typer.Option(False, "--json", help="Print the list as JSON"),
 ) -> None:
     """List protocols (id, version, benchmark, title), and the next version of those being
-    re-made (`--protocol ID@VERSION` evaluates it)."""
+    re-made (`--protocol ID@VERSION` evaluates it); the paper reproductions follow in a table of
+    their own (`pabench protocols show ID` lists each one's approximations)."""
     from pabench.evaluation.config import check_benchmark
 
     if benchmark is not None:
@@ -35,16 +36,26 @@ def list_protocols(
     if json_out:
         print_json([{"id": p.id, "version": p.version, "status": status,
                      "benchmark": p.benchmark, "title": p.title, "target": p.target,
-                     "attackers": list(p.attackers), "standardize": p.standardize}
+                     "attackers": list(p.attackers), "standardize": p.standardize,
+                     "role": p.role, "reproduces": p.reproduces and p.reproduces.model_dump()}
                     for p, status in rows])
         return
     table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs")
+    papers = Table("id", "version", "paper", "table", "setting", "approximations",
+                   title="paper reproductions (never ranked)")
     for p, status in rows:
         version = str(p.version) if status == "current" else f"{p.version} ({status})"
+        if p.reproduces is not None:
+            papers.add_row(cell(p.id), version, cell(p.reproduces.paper),
+                           cell(p.reproduces.table), cell(p.reproduces.setting),
+                           str(len(p.approximations)))
+            continue
         table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
                       cell(p.target), cell(", ".join(p.attackers)),
                       "centred" if p.standardize else "as is")
     print_table(table)
+    if papers.row_count:
+        print_table(papers)
 
 
 @app.command("show")

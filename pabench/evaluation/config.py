@@ -10,6 +10,7 @@ import torch
 
 from pabench.data.synth import TestSeed, resolve_preset
 from pabench.errors import PabenchError, unknown_name
+from pabench.models.weights import weights_file as pretrained_file
 from pabench.protocols import ProtocolSpec, get_protocol, protocols_for
 from pabench.runtime import check_device, is_distributed
 from pabench.submission import DEFAULT_BUDGETS, Budgets, Submission
@@ -39,6 +40,8 @@ class EvaluationConfig:
     replicas: the submitted method trained with other seeds, one file per evaluation seed
         after the first, so the record covers training variance (learned `baseline:NAME`s
         train theirs: one training seed per evaluation seed).
+    weights_dir: where the initial weights a protocol names are read (default: torchvision's
+        $TORCH_HOME/hub/checkpoints); they are never downloaded.
     """
 
     submission: str | Path | Submission
@@ -54,6 +57,7 @@ class EvaluationConfig:
     command: str = ""
     test_seed: str | None = None
     replicas: tuple[str | Path, ...] = ()
+    weights_dir: Path | None = None
 
     @property
     def spec(self) -> ProtocolSpec:
@@ -90,10 +94,18 @@ class EvaluationConfig:
                     f"{len(self.replicas)} replica(s) given, but protocol '{spec.id}' scores "
                     f"{seeds} seed(s): pass one replica per seed after the first "
                     f"({seeds - 1})")
+        for name in _named_weights(spec):  # a missing file fails now, not hours in
+            pretrained_file(name, self.weights_dir)
         return replace(self, preset=resolve_preset(self.preset, self.device), test_seed=secret,
                        data_dir=None if self.data_dir is None else Path(self.data_dir),
                        meta_path=None if self.meta_path is None else Path(self.meta_path),
                        replicas=tuple(Path(r) for r in self.replicas))
+
+
+def _named_weights(spec: ProtocolSpec) -> set[str]:
+    if spec.weights is None:
+        return set()
+    return {w for w in (spec.weights.target, *spec.weights.attackers.values()) if w}
 
 
 # pa-synth on a GPU: launch-bound models, so processes sharing the device fill it. 12 = one
@@ -127,8 +139,9 @@ def check_benchmark(benchmark: str) -> str:
 def expand(submission: str | Path, protocol: str = "known", **options: object
            ) -> list[EvaluationConfig]:
     """`baseline:all` (or `baseline:a,b`) and `protocol="all"` (or `"all@3"`, every protocol
-    of the benchmark at that version: how a next version's records are made in one run) as one
-    config per pair, every name checked before any work starts."""
+    of the benchmark at that version, the paper reproductions aside: how a next version's
+    records are made in one run) as one config per pair, every name checked before any work
+    starts."""
     from pabench.anonymizers.baselines import expand_names
 
     benchmark = check_benchmark(str(options.get("benchmark", "pa-synth")))
@@ -136,7 +149,8 @@ def expand(submission: str | Path, protocol: str = "known", **options: object
     subs: list[str | Path] = ([f"baseline:{n}" for n in expand_names(text.split(":", 1)[1])]
                               if text.startswith("baseline:") else [submission])
     pid, at, version = protocol.partition("@")
-    protocols = ([get_protocol(f"{p.id}{at}{version}") for p in protocols_for(benchmark)]
+    protocols = ([get_protocol(f"{p.id}{at}{version}")
+                  for p in protocols_for(benchmark, reproductions=False)]
                  if pid == "all" else [get_protocol(protocol)])
     configs = [EvaluationConfig(s, p, **options) for s in subs for p in protocols]  # type: ignore[arg-type]
     return [c.resolved() for c in configs]

@@ -31,6 +31,7 @@ class Run:
     progress: Progress | None
     test_seed: TestSeed = PUBLIC_TEST_SEED
     threads: int = 1  # per model: on a CPU the numbers depend on it, so caches are keyed by it
+    weights_dir: str | None = None  # pretrained weights' folder (None: torchvision's own)
     timings: dict[str, float] = field(default_factory=dict)
     sets: dict[tuple[str, str], ClipSet] = field(default_factory=dict)
     # (submission sha256, dataset, split) -> anonymized copy, so nothing is anonymized twice
@@ -57,6 +58,7 @@ def start_run(config: EvaluationConfig, device: str, progress: Progress | None,
         seeds=(config.seed,) if config.seed is not None else spec.seeds,
         frames=spec.clip.frames or native.frames, size=spec.clip.size or native.size,
         progress=progress, test_seed=test_seed, threads=threads,
+        weights_dir=str(config.weights_dir) if config.weights_dir else None,
     )
 
 

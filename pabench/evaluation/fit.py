@@ -16,6 +16,7 @@ from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.data import Run
 from pabench.io import atomic_write, digest
+from pabench.models.weights import weights_sha256
 from pabench.runtime import is_rank0, numerics
 from pabench.training import FitSpec, Trace, build_for, fit, predict, prepare
 
@@ -49,19 +50,24 @@ def plan(run: Run, model: str, target: Literal["action", "attributes"], train: C
     task = "multilabel" if y.ndim == 2 else "multiclass"
     n_out = len(train.action_classes if target == "action" else train.attribute_names)
     schedule = p.schedule_for(target)
+    weights = p.weights_for(model, target)
     spec = FitSpec(model=model, task=task, num_outputs=n_out,  # type: ignore[arg-type]
                    clip_frames=run.frames, input_size=run.size, schedule=schedule,
                    augment=p.augment, seed=seed, device=run.device, standardize=p.standardize,
                    # gathering from a store larger than memory runs behind a GPU step; it
                    # moves no number (tests/test_training_path.py), so it is not in the key
                    loader_workers=LOADER_WORKERS if run.benchmark == "real"
-                   and torch.device(run.device).type == "cuda" else 0)
+                   and torch.device(run.device).type == "cuda" else 0,
+                   weights=weights, weights_dir=run.weights_dir)
     # where and how it computes moves the numbers too, as does the autocast dtype
     where = (*numerics(run.device, run.threads), str(spec.amp_dtype))
     fit_key = digest(FIT_CODE_VERSION, p.models_version, model, task, train.fingerprint, seed,
                      schedule.model_dump(), p.augment, run.frames, run.size, where,
                      # 2: the shift augmentation moves only the departure from the mean image
-                     *(("standardize", 2) if p.standardize else ()))[:32]
+                     *(("standardize", 2) if p.standardize else ()),
+                     # only a protocol naming initial weights keys them (name and file)
+                     *(("weights", weights, weights_sha256(weights, run.weights_dir))
+                       if weights else ()))[:32]
     pred_key = digest(fit_key, test.fingerprint, p.clip.test_clips)[:32]
     return FitPlan(spec, y, run.work_dir / "models" / f"{fit_key}.pt",
                    run.work_dir / "predictions" / f"{pred_key}.npz")

@@ -264,7 +264,8 @@ class Table:
             return "next"
         if not self.current:
             return "archived"
-        return "diagnostic" if PROTOCOLS.get(self.protocol).role == "diagnostic" else "ranked"
+        # a paper reproduction is never ranked: shown apart, as a diagnostic is
+        return "ranked" if PROTOCOLS.get(self.protocol).role == "ranked" else "diagnostic"
 
     @property
     def shown(self) -> list[Entry]:

@@ -2,7 +2,8 @@
 
 Small builders in torchvision's manner: `build_model(name, num_classes, input_size)` returns a
 fresh, randomly initialised network (weights=None): every model a protocol scores with is
-trained from scratch on the data it judges.
+trained on the data it judges, from scratch unless the protocol names initial weights
+(`pabench.models.weights`, read offline).
 """
 
 from __future__ import annotations
@@ -350,5 +351,13 @@ for _base in ("tiny2d-wide", "tiny-resnet2d"):
     add_frame_standardized(_base)
 
 
-def build_model(name: str, num_classes: int, input_size: int) -> nn.Module:
-    return MODELS.get(name).build(num_classes, input_size)
+def build_model(name: str, num_classes: int, input_size: int, weights: str | None = None,
+                weights_dir: str | None = None) -> nn.Module:
+    """A fresh model; with `weights` (a torchvision weights enum member, `pabench.models.
+    weights`) started from them, read offline, but for a freshly initialised classifier."""
+    model = MODELS.get(name).build(num_classes, input_size)
+    if weights is None:
+        return model
+    from pabench.models.weights import pretrained
+
+    return pretrained(model, name, weights, weights_dir)

@@ -1,6 +1,7 @@
 """Every protocol and version in one place, and the lookups the rest of pabench uses.
 
-The versions are data (`pabench.protocols.synth`, `pabench.protocols.real`); each protocol's
+The versions are data (`pabench.protocols.synth`, `pabench.protocols.real`, and the paper
+reproductions in `pabench.protocols.papers`); each protocol's
 `DEFAULT` is its current version. What follows is derived from them: the registry of current
 specs, the newest version of a protocol while it is being made (`NEXT`), and every other
 version (`LEGACY`), kept so old records stay reproducible.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pabench.errors import PabenchError
+from pabench.protocols.papers import PAPER_PROTOCOLS
 from pabench.protocols.real import REAL_PROTOCOLS
 from pabench.protocols.spec import ProtocolSpec, ProtocolVersions
 from pabench.protocols.synth import SYNTH_PROTOCOLS
@@ -19,8 +21,9 @@ from pabench.registry import Registry
 Status = Literal["current", "next", "legacy"]
 
 CATALOG: dict[str, type[ProtocolVersions]] = {
-    versions.DEFAULT.spec.id: versions for versions in (*SYNTH_PROTOCOLS, *REAL_PROTOCOLS)}
-"""id -> its versions, in the order listings show them (pa-synth first)."""
+    versions.DEFAULT.spec.id: versions
+    for versions in (*SYNTH_PROTOCOLS, *REAL_PROTOCOLS, *PAPER_PROTOCOLS)}
+"""id -> its versions, in the order listings show them (pa-synth first, reproductions last)."""
 
 
 def history(pid: str) -> list[tuple[ProtocolVersions, Status]]:
@@ -67,8 +70,11 @@ def _index() -> None:
 _index()
 
 
-def protocols_for(benchmark: str) -> list[ProtocolSpec]:
-    return [p for _, p in PROTOCOLS.items() if p.benchmark == benchmark]
+def protocols_for(benchmark: str, reproductions: bool = True) -> list[ProtocolSpec]:
+    """The benchmark's current protocols; `reproductions=False` leaves out the paper
+    reproductions, which `--protocol all` does not run (each is its own long run)."""
+    return [p for _, p in PROTOCOLS.items() if p.benchmark == benchmark
+            and (reproductions or p.role != "reproduction")]
 
 
 def get_protocol(name: str) -> ProtocolSpec:

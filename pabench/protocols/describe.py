@@ -32,21 +32,36 @@ def _clip_text(c: ClipSpec) -> str:
     return f"{shape}; {c.test_clips} equidistant clips per test video, softmax-averaged"
 
 
+_ROLES = {"ranked": "ranked", "diagnostic": "diagnostic, shown apart from the ranking",
+          "reproduction": "reproduction of a paper's setting, never ranked"}
+
+
+def _weighted(name: str, weights: str | None, named: bool) -> str:
+    """A model and, where the protocol names initial weights, which (or a random start)."""
+    return f"{name} ({weights or 'random initialisation'})" if named else name
+
+
 def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
     """(field, value) for everything a version fixes, in the words a user of the field reads."""
     novel = ("no" if not p.novel else "yes: a submission's declared training data must be "
              f"disjoint from the {' and '.join(p.novel_sides)} data here")
     attacker = p.schedule_for("attributes")
+    named = p.weights is not None
+    reproduces = ([] if p.reproduces is None else [
+        ("reproduces", f"{p.reproduces.paper}, {p.reproduces.table}: {p.reproduces.setting}"),
+        ("approximations", " ".join(f"({i}) {a}" for i, a in enumerate(p.approximations, 1))
+         or "none")])
     return [
         ("benchmark", f"pa-synth, generator v{p.data_version} videos"
          if p.benchmark == "pa-synth" else p.benchmark),
-        ("role", "ranked" if p.role == "ranked" else "diagnostic, shown apart from the ranking"),
+        ("role", _ROLES[p.role]),
         ("action train -> test", f"{p.action_train} -> {p.action_test}"),
         ("privacy train -> test", f"{p.privacy_train} -> {p.privacy_test}"),
         ("novel", novel),
         ("clips", _clip_text(p.clip)),
-        ("target (utility)", p.target),
-        ("attackers (privacy)", ", ".join(p.attackers)),
+        ("target (utility)", _weighted(p.target, p.weights_for(p.target, "action"), named)),
+        ("attackers (privacy)", ", ".join(_weighted(a, p.weights_for(a, "attributes"), named)
+                                          for a in p.attackers)),
         ("attackers train on", f"{p.attacker_training} data"),
         ("model inputs", "less the training clips' mean image, each channel scaled by the "
          "spread left" if p.standardize else "as the anonymizer outputs them"),
@@ -63,6 +78,7 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
         ("trained models", "its own" if p.models_of is None
          else f"shared with version {p.models_of}"),
         ("paper setting", p.paper_setting or "-"),
+        *reproduces,
     ]
 
 
@@ -72,7 +88,10 @@ def render_docs() -> str:
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
                       keep_trailing_newline=True)
     protocols = [
-        {"spec": versions.DEFAULT.spec, "summary": (versions.__doc__ or "").strip(),
+        {"spec": versions.DEFAULT.spec, "summary": " ".join((versions.__doc__ or "").split()),
          "rows": spec_rows(versions.DEFAULT.spec), "history": history(pid)[::-1]}
         for pid, versions in CATALOG.items()]
-    return env.get_template("protocols.md.j2").render(protocols=protocols, command=DOCS_COMMAND)
+    own = [p for p in protocols if p["spec"].role != "reproduction"]
+    reproductions = [p for p in protocols if p["spec"].role == "reproduction"]
+    return env.get_template("protocols.md.j2").render(
+        protocols=own, reproductions=reproductions, command=DOCS_COMMAND)

@@ -11,7 +11,7 @@ import math
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Frozen(BaseModel):
@@ -79,6 +79,33 @@ class Schedule(_Frozen):
         return max(self.patience, math.ceil(self.patience_fraction * self.max_epochs))
 
 
+def _unset(value: object) -> bool:
+    """Fields added after a version was released are left out of its JSON while unset, so every
+    released spec dumps as it did (tests/fixtures/protocols.json)."""
+    return value is None or value == ()
+
+
+class Reproduces(_Frozen):
+    """The paper setting a reproduction protocol re-runs: `paper` and `table` as the vendored
+    reported results name them (`pabench.leaderboard.reported`), `action` and `privacy` the
+    dataset columns of its rows there ("" where the paper reports that side elsewhere)."""
+
+    paper: str
+    table: str
+    setting: str
+    action: str = ""
+    privacy: str = ""
+
+
+class ModelWeights(_Frozen):
+    """The initial weights of each model a protocol trains: a torchvision weights enum member
+    ("R3D_18_Weights.KINETICS400_V1"), loaded offline (`pabench.models.weights`), or None for a
+    random initialisation."""
+
+    target: str | None = None
+    attackers: dict[str, str | None] = Field(default_factory=dict)
+
+
 class ProtocolSpec(_Frozen):
     id: str
     version: int
@@ -103,8 +130,9 @@ class ProtocolSpec(_Frozen):
     metrics: tuple[str, ...] = Field(
         default=("action", "privacy_cmap", "privacy_f1", "action_drop", "privacy_drop")
     )
-    # v2: a diagnostic protocol is shown apart from the ranked tables
-    role: Literal["ranked", "diagnostic"] = "ranked"
+    # v2: a diagnostic protocol is shown apart from the ranked tables; a reproduction re-runs a
+    # paper's setting (`reproduces`) and is never ranked
+    role: Literal["ranked", "diagnostic", "reproduction"] = "ranked"
     data_version: int = 1  # pa-synth generator version its datasets are rendered with
     # an attacker whose raw-data cMAP is more than this many points below the strongest's is
     # flagged as not an attacker (None: no floor)
@@ -121,11 +149,33 @@ class ProtocolSpec(_Frozen):
     models_of: int | None = None
     # v6: the attackers' schedule where it differs from the target's (None: the same)
     attacker_schedule: Schedule | None = None
+    # the models' initial weights (None: every model starts from a random initialisation)
+    weights: ModelWeights | None = Field(default=None, exclude_if=_unset)
+    # a reproduction's paper setting and, one sentence each, every way it cannot match it
+    reproduces: Reproduces | None = Field(default=None, exclude_if=_unset)
+    approximations: tuple[str, ...] = Field(default=(), exclude_if=_unset)
+
+    @model_validator(mode="after")
+    def _reproduction(self) -> ProtocolSpec:
+        """A reproduction says what it reproduces, and weights name exactly the attackers."""
+        if (self.role == "reproduction") != (self.reproduces is not None):
+            raise ValueError(f"{self.id}: a reproduction protocol, and only one, names the "
+                             "paper setting it reproduces")
+        if self.weights is not None and set(self.weights.attackers) != set(self.attackers):
+            raise ValueError(f"{self.id}: weights name attackers {sorted(self.weights.attackers)}"
+                             f", the protocol has {sorted(self.attackers)}")
+        return self
 
     @property
     def models_version(self) -> int:
         """The protocol version in every fit cache key (`pabench.evaluation.fit.plan`)."""
         return self.models_of or self.version
+
+    def weights_for(self, model: str, target: Literal["action", "attributes"]) -> str | None:
+        """The initial weights of the target (`action`) or of attacker `model`."""
+        if self.weights is None:
+            return None
+        return self.weights.target if target == "action" else self.weights.attackers.get(model)
 
     def schedule_for(self, target: Literal["action", "attributes"]) -> Schedule:
         """How the target (`action`) or an attacker (`attributes`) trains."""

@@ -50,6 +50,8 @@ class FitSpec:
     loader_workers: int = 0  # processes reading batches and prediction chunks ahead
     amp: Amp = "auto"  # see `autocast_dtype`
     standardize: bool = False  # see `Standardized` (protocol v4)
+    weights: str | None = None  # initial weights (`pabench.models.weights`); None: random
+    weights_dir: str | None = None  # where they are read (None: $TORCH_HOME/hub/checkpoints)
 
     @property
     def amp_dtype(self) -> torch.dtype | None:
@@ -178,7 +180,8 @@ def _validate(model: nn.Module, spec: FitSpec, videos: np.ndarray, targets: np.n
 
 def build_for(spec: FitSpec) -> nn.Module:
     """A fresh model as `spec` trains it: behind `Standardized` when the protocol asks."""
-    model = build_model(spec.model, spec.num_outputs, spec.input_size)
+    model = build_model(spec.model, spec.num_outputs, spec.input_size, spec.weights,
+                        spec.weights_dir)
     return Standardized(model, spec.input_size) if spec.standardize else model
 
 
