@@ -78,7 +78,11 @@ def bootstrap_ci(
                          alpha)
 
 
-def percentile_ci(values: np.ndarray, alpha: float = 0.05) -> tuple[float, float]:
+CI_ALPHA = 0.05
+"""Bootstrap intervals are central 1 - CI_ALPHA (95%) intervals; the site states the level."""
+
+
+def percentile_ci(values: np.ndarray, alpha: float = CI_ALPHA) -> tuple[float, float]:
     """The central 1 - alpha interval of bootstrap draws, NaN draws dropped."""
     values = values[np.isfinite(values)]
     if values.size == 0:

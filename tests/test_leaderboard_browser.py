@@ -117,10 +117,10 @@ def test_index_loads_without_errors(
     for href in ("reported.html", "protocols.html", "protocols/known.html", "archive.html"):
         page.goto(base_urls[mode] + href, wait_until="load")
     archived = [t for t in tables if t.listing == "archived"]
-    assert page.locator("table.results").count() == len(archived)
+    assert page.locator("table.results.sortable").count() == len(archived)
     page.goto(base_urls[mode] + "index.html", wait_until="load")
     listed = [t for t in tables if t.listing != "archived"]
-    assert page.locator("table.results").count() == len(listed)
+    assert page.locator("table.results.sortable").count() == len(listed)  # + the calibration
     drawn = sum(len(t.shown) for t in listed) - 1  # the chance control is named, not drawn
     assert page.locator("svg .pt").count() == drawn
     assert page.locator("svg .pt").count() == sum(len(v) for v in FIXTURE.values()) - 9  # 7
@@ -142,22 +142,34 @@ def test_sorting_and_filtering(
 ) -> None:
     page, tid = watched.page, _table_id(built[0], "known", KNOWN_NOW)
     entries = {k: v for k, v in FIXTURE[("known", KNOWN_NOW)].items() if k != UNRANKED}
+    ends = ["black", "identity"]  # the chance control and the raw reference, never ranked
+    ranked = [n for n in entries if n not in ends]
+
+    def by(column: int, names: list[str], sign: int = 1) -> list[str]:
+        return sorted(names, key=lambda n: sign * entries[n][column])
+
     page.goto(base_urls["file"] + "index.html")
     initial = _names(page, tid)
-    assert initial == sorted(entries, key=lambda n: entries[n][1])  # privacy, best first
+    # ranked rows by privacy, best first, then the reference and controls apart: the
+    # all-black video's privacy never sits above rank 1
+    assert initial == by(1, ranked) + by(1, ends)
+    assert page.locator(f"#tbl-{tid} tbody.ends tr.group-head").inner_text().startswith(
+        "Not ranked")
     header = page.locator(f"#tbl-{tid} thead th", has_text="Action").first.locator("button")
     header.click()
-    by_action = sorted(entries, key=lambda n: -entries[n][0])
+    by_action = by(0, ranked, -1) + by(0, ends, -1)  # each group sorts on its own
     assert _names(page, tid) == by_action != initial
     assert page.locator(f"#tbl-{tid} thead th[aria-sort=descending]").count() == 1
     header.click()
-    assert _names(page, tid) == by_action[::-1]
+    assert _names(page, tid) == by(0, ranked) + by(0, ends)
     visible = page.locator(f"#tbl-{tid} tbody tr:visible .entry-link")
     page.locator(f'[data-pareto-only="tbl-{tid}"]').check()
     assert set(visible.all_inner_texts()) == {"unet"}
     page.locator(f'[data-pareto-only="tbl-{tid}"]').uncheck()
     page.locator(f'[data-filter="tbl-{tid}"]').fill("blur")
     assert visible.all_inner_texts() == ["box-blur-face"]
+    assert page.locator(f"#tbl-{tid} tr.group-head").is_hidden()  # no control left to head
+    assert page.locator(f'[data-count="tbl-{tid}"]').inner_text() == f"1 of {len(entries)} shown"
     assert watched.problems == []
 
 

@@ -15,7 +15,7 @@ import torch
 from PIL import Image
 
 from pabench.data import integrity
-from pabench.data.clipset import _resample, is_still, load_clipset
+from pabench.data.clipset import is_still, load_clipset, resample_video
 from pabench.data.hub import (
     DatasetMeta,
     decode_video,
@@ -78,7 +78,7 @@ def _run(tmp_path: Path, frames: int) -> Run:
 def test_store_round_trip_equals_the_in_memory_path(tmp_path: Path) -> None:
     files = _dataset(tmp_path / "ds", 5)
     clips = load_clipset(tmp_path / "ds", "test", frames=4, size=8, cache_dir=tmp_path / "c")
-    expected = np.stack([_resample(decode_video(f), 4, 8) for f in files])
+    expected = np.stack([resample_video(decode_video(f), 4, 8) for f in files])
     assert isinstance(clips.videos, np.memmap) and not clips.videos.flags.writeable
     np.testing.assert_array_equal(clips.videos, expected)
     again = load_clipset(tmp_path / "ds", "test", frames=4, size=8, cache_dir=tmp_path / "c")

@@ -303,6 +303,15 @@ def view(
         str | None, typer.Option(help="Also show each clip anonymized by this submission file "
                                       "or baseline:NAME (raw and anonymized group slices)")
     ] = None,
+    frames: Annotated[int | None, typer.Option(
+        min=1, help="Frames per window the anonymizer runs on (default: the clip `pabench "
+        "evaluate` feeds it: the preset's for synth-*, the real protocols' 16 otherwise)")
+    ] = None,
+    size: Annotated[int | None, typer.Option(
+        min=8, help="Resize clips to SIZE x SIZE (centre crop, as `pabench evaluate` does; "
+        "default with --anonymizer: real video at the real protocols' 112 px, synth-* as "
+        "stored; without: as stored)")
+    ] = None,
     data_dir: Annotated[
         Path | None, typer.Option(help=f"The folder you built into ({DATA_HOME_HELP}; "
                                        "synth-* datasets: pabench evaluate's folder)")
@@ -324,13 +333,16 @@ def view(
     """Inspect a dataset in FiftyOne: labels, per-frame labels, masks (needs the fiftyone extra).
 
     Prints the FiftyOne dataset's name (reused while the data is unchanged), then serves the
-    App until Ctrl-C.
+    App until Ctrl-C. The anonymizer runs on a few windows at a time, at the clip size
+    `pabench evaluate` uses, so its memory stays bounded on long, large videos.
 
     Examples:
 
       pabench datasets view synth-pa
 
       pabench datasets view synth-pa --anonymizer baseline:downsample-4x
+
+      pabench datasets view ucf101 --anonymizer mine.pt2 --frames 16 --size 112
     """
     from pabench.data.hub import find_dataset
     from pabench.integrations.fiftyone_app import serve_app
@@ -352,7 +364,7 @@ def view(
     with progress_bar() as bar:
         with checking_arguments():
             root = find_dataset(name, data_dir, preset, progress=bar)
-        result = build_view(root, anonymizer, progress=bar)
+        result = build_view(root, anonymizer, frames=frames, size=size, progress=bar)
     err.print(f"FiftyOne dataset {result.name}: {result.samples} samples"
               f"{' (reused)' if result.reused else ''} in {result.seconds:.1f} s")
     if table is not None and predictions is not None:

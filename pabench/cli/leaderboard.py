@@ -11,16 +11,16 @@ from rich.text import Text
 from pabench.cli.console import cell, clean, out, print_table
 
 app = typer.Typer(help="Build and serve the static leaderboard site.", no_args_is_help=True)
+RESULTS_HELP = ("Folder of result records (default: ./leaderboard/results in a clone, else the "
+                "official records installed with pabench)")
+REPORTED_HELP = ("Vendored paper results (default: ./leaderboard/reported in a clone, else the "
+                 "copy installed with pabench)")
 
 
 @app.command()
 def build(
-    results: Annotated[Path, typer.Option(help="Folder of result records")] = Path(
-        "leaderboard/results"
-    ),
-    reported: Annotated[Path, typer.Option(help="Vendored paper results")] = Path(
-        "leaderboard/reported"
-    ),
+    results: Annotated[Path | None, typer.Option(help=RESULTS_HELP)] = None,
+    reported: Annotated[Path | None, typer.Option(help=REPORTED_HELP)] = None,
     out_: Annotated[Path, typer.Option("--out", help="Output folder (replaced only by a "
                                        "finished build)")] = Path("site"),
     archive_url: Annotated[str | None, typer.Option(
@@ -28,10 +28,15 @@ def build(
         "the dataset repository `leaderboard archive --repo-id` pushed): linked from the "
         "pages")] = None,
 ) -> None:
-    """Render the static site: tables, trade-off plots, entry, protocol and reported pages."""
-    from pabench.leaderboard import build_site
+    """Render the static site: tables, trade-off plots, entry, protocol and reported pages.
 
-    s = build_site(results, reported, out_, archive_url=archive_url)
+    With no --results it renders the official records, so `pabench leaderboard build --out site`
+    then opening site/index.html shows the board without training anything."""
+    from pabench.leaderboard import build_site
+    from pabench.leaderboard.official import official_folder
+
+    s = build_site(results or official_folder("results"),
+                   reported or official_folder("reported"), out_, archive_url=archive_url)
     out.print(Text.assemble(
         "built ", cell(s.out / "index.html"),
         f": {s.tables} tables, {s.entries} entries, {s.reported_groups} reported tables",
@@ -107,9 +112,7 @@ def show(
     protocol: Annotated[str, typer.Argument(help="ID (its current version) or ID@VERSION")],
     benchmark: Annotated[str, typer.Option(help="Benchmark of the table")] = "pa-synth",
     preset: Annotated[str, typer.Option(help="Preset of the table ('-' for real data)")] = "tiny",
-    results: Annotated[Path, typer.Option(help="Folder of result records")] = Path(
-        "leaderboard/results"
-    ),
+    results: Annotated[Path | None, typer.Option(help=RESULTS_HELP)] = None,
     against: Annotated[str | None, typer.Option(
         help="Another version or protocol (ID@VERSION) whose worst-case cMAP each entry shows "
         "beside its own")] = None,
@@ -121,9 +124,10 @@ def show(
     from rich.table import Table as RichTable
 
     from pabench.leaderboard import build_tables, load_records
+    from pabench.leaderboard.official import official_folder
     from pabench.leaderboard.summary import convergence, markdown, select_table, summary_rows
 
-    tables = build_tables(load_records(results))
+    tables = build_tables(load_records(results or official_folder("results")))
     table = select_table(tables, protocol, benchmark, preset)
     other = select_table(tables, against, benchmark, preset) if against else None
     rows = summary_rows(table, other)

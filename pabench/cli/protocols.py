@@ -103,9 +103,11 @@ def write_docs(
 
 @app.command("calibrate")
 def calibrate(
-    results: Path = typer.Option(Path("leaderboard/results"), help="Folder of result records"),
-    reported: Path = typer.Option(Path("leaderboard/reported"), help="Vendored paper results "
-                                  "(with SPAct Table 1)"),
+    results: Path | None = typer.Option(None, help="Folder of result records (default: "
+                                        "./leaderboard/results in a clone, else the official "
+                                        "records installed with pabench)"),
+    reported: Path | None = typer.Option(None, help="Vendored paper results, with SPAct Table 1 "
+                                         "(default: ./leaderboard/reported, else pabench's copy)"),
     version: int | None = typer.Option(None, min=1, help="Protocol version to calibrate (default: "
                                        "each protocol's current one)"),
     json_out: bool = typer.Option(False, "--json", help="Print the calibration as JSON"),
@@ -114,8 +116,10 @@ def calibrate(
     Spearman's rho of action top-1 and worst-case privacy cMAP against SPAct Table 1, the
     downsampling cost and order, each against its target."""
     from pabench.leaderboard.calibration import MEANING, METHODS, calibration, shown
+    from pabench.leaderboard.official import official_folder
 
-    found = calibration(results, reported, version)
+    found = calibration(results or official_folder("results"),
+                        reported or official_folder("reported"), version)
     if json_out:
         print_json([c.as_dict() for c in found])
         return

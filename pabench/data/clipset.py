@@ -89,7 +89,7 @@ def multi_hot(column: Sequence | np.ndarray, classes: int) -> np.ndarray:
     return out
 
 
-def _resample(video: np.ndarray, frames: int | None, size: int | None) -> np.ndarray:
+def resample_video(video: np.ndarray, frames: int | None, size: int | None) -> np.ndarray:
     """Uniform temporal resampling and a centre-cropped square resize (real video only)."""
     if frames is not None and video.shape[0] != frames:
         video = video[uniform_indices(video.shape[0], frames)]
@@ -199,7 +199,7 @@ def _decode_split(root: Path, split: str, sources: list, names: list[str], path:
     than a few decoded videos per worker."""
 
     def one(source: Path | bytes, name: str) -> np.ndarray:
-        return _resample(decode_video(source, root / name, frames), frames, size)
+        return resample_video(decode_video(source, root / name, frames), frames, size)
 
     def decoded(pool: ThreadPoolExecutor) -> Iterator[tuple[str, np.ndarray]]:
         window = 4 * workers

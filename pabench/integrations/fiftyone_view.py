@@ -41,9 +41,12 @@ if TYPE_CHECKING:
     from pabench.submission import Submission
 
 INSTALL_HINT = 'pip install -e ".[fiftyone]"'
-VIEW_VERSION = 1  # bump when the layout below changes: it keys the dataset names
+VIEW_VERSION = 2  # bump when the layout below changes: it keys the dataset names
 MASK_TARGETS = {1: "person", 2: "face"}
-ANONYMIZER_BATCH = 32  # windows per anonymizer call
+ANONYMIZER_PIXELS = 4 * 16 * 112 * 112
+"""Pixels per anonymizer call: four 16-frame windows of the real protocols' 112 px clips. The
+windows of one video go to the anonymizer in batches this size (at least one window), so its
+memory is bounded whatever the stored resolution and length of the clips."""
 
 
 def import_fiftyone() -> ModuleType:
@@ -85,22 +88,39 @@ class ViewResult:
         return asdict(self)
 
 
+def clip_shape(meta: DatasetMeta, frames: int | None, size: int | None,
+               anonymized: bool) -> tuple[int, int | None]:
+    """The window length and frame size (None: as stored) clips are shown at: those chosen,
+    else the ones `pabench evaluate` feeds the anonymizer (the clip length a pa-synth preset
+    was rendered at, whose frames are stored at their size; real video at the real protocols'
+    clip). Without an anonymizer clips keep their stored size unless one is chosen."""
+    if meta.source.get("generator") == "pa-synth":
+        return frames or int(meta.source.get("frames", 16)), size
+    from pabench.protocols import PROTOCOLS
+
+    real = [spec.clip for _, spec in PROTOCOLS.items() if spec.benchmark == "real"]
+    if size is None and anonymized:  # the real protocols share one clip (16 frames, 112 px)
+        size = max(c.size or 0 for c in real) or None
+    return frames or max(c.frames or 16 for c in real), size
+
+
 def build_view(root: Path, anonymizer: str | None = None, *, frames: int | None = None,
-               progress: Progress | None = None) -> ViewResult:
+               size: int | None = None, progress: Progress | None = None) -> ViewResult:
     """The FiftyOne dataset of the folder `root` (every split, each sample tagged with its
     split), made unless one of the same content exists. With `anonymizer` (a submission file
     or `baseline:NAME`) it is a grouped dataset whose slices `raw` and `anonymized` hold each
-    clip as stored and as the anonymizer outputs it, applied in windows of `frames` (default:
-    the clip length pa-synth was rendered at, else 16)."""
+    clip, resized to `size` pixels, and as the anonymizer outputs it, applied in windows of
+    `frames` (defaults: `clip_shape`)."""
     start = time.perf_counter()
     fo = import_fiftyone()
     root = Path(root).resolve()
     meta = read_meta(root)
     sub = _load_anonymizer(anonymizer, meta) if anonymizer else None
     existing = start_database(fo)
-    window = frames or int(meta.source.get("frames", 16))
+    window, size = clip_shape(meta, frames, size, sub is not None)
     fingerprints = {s: split_fingerprint(root, s) for s in meta.splits}
-    key = digest(VIEW_VERSION, fingerprints, sub.sha256 if sub else None, window if sub else None)
+    key = digest(VIEW_VERSION, fingerprints, sub.sha256 if sub else None, window if sub else None,
+                 size)
     name = f"pabench-{meta.name}-{key[:12]}"
     slices = ["raw", "anonymized"] if sub else []
     if name in existing:
@@ -114,7 +134,7 @@ def build_view(root: Path, anonymizer: str | None = None, *, frames: int | None 
     dataset = fo.Dataset(building)  # not persistent until complete: FiftyOne drops it if we die
     try:
         shutil.rmtree(media, ignore_errors=True)
-        samples = _add_samples(fo, dataset, root, meta, media, sub, window, progress)
+        samples = _add_samples(fo, dataset, root, meta, media, sub, window, size, progress)
         dataset.info = {"pabench": {"folder": str(root), "dataset": meta.name,
                                     "anonymizer": sub.name if sub else None,
                                     "fingerprints": fingerprints}}
@@ -252,7 +272,10 @@ def media_member(root: Path, split: str, value: object, column: str) -> Path:
 
 
 def _add_samples(fo: ModuleType, dataset, root: Path, meta: DatasetMeta, media: Path,
-                 sub: Submission | None, window: int, progress: Progress | None) -> int:
+                 sub: Submission | None, window: int, size: int | None,
+                 progress: Progress | None) -> int:
+    from pabench.data.clipset import resample_video  # torch: imported once a view is made
+
     if sub is not None:
         dataset.add_group_field("group", default="raw")
     dataset.mask_targets = {"frames.masks": MASK_TARGETS}
@@ -265,6 +288,8 @@ def _add_samples(fo: ModuleType, dataset, root: Path, meta: DatasetMeta, media: 
             path = media_member(root, split, row["video"], "video")
             source = row["video_bytes"] if "video_bytes" in row else path
             video = decode_video(source, path)
+            if size is not None:
+                video = resample_video(video, None, size)
             labels = sample_labels(meta, row, len(video), row_masks(root, split, row, len(video)))
             stem = media / split / Path(str(row["video"])).stem
             raw_path = stem.with_suffix(".raw.mp4")
@@ -364,7 +389,8 @@ def fiftyone_sample(fo: ModuleType, video: np.ndarray, path: Path, fps: float, s
 
 def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np.ndarray:
     """One video as the anonymizer outputs it, in the windows `pabench evaluate` uses
-    (`evaluation.anonymize.windows`), each output checked for shape and finiteness."""
+    (`evaluation.anonymize.windows`), at most ANONYMIZER_PIXELS per call, each output checked
+    for shape and finiteness."""
     import torch
 
     from pabench.data.clipset import as_frames
@@ -372,10 +398,11 @@ def _anonymize(sub: Submission, video: np.ndarray, frames: int, name: str) -> np
 
     frames = min(frames, len(video))
     starts = windows(len(video), frames)
+    batch = max(1, ANONYMIZER_PIXELS // (frames * video.shape[1] * video.shape[2]))
     out = np.empty_like(video)
     with torch.no_grad():
-        for i in range(0, len(starts), ANONYMIZER_BATCH):
-            chunk = starts[i:i + ANONYMIZER_BATCH]
+        for i in range(0, len(starts), batch):
+            chunk = starts[i:i + batch]
             x = torch.from_numpy(np.stack([video[s:s + frames] for s in chunk]))
             x = x.permute(0, 4, 1, 2, 3).float().div_(255)
             y = sub.module(x)

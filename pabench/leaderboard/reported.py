@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pabench.errors import PabenchError
 from pabench.io import atomic_write_bytes, atomic_write_text
+from pabench.leaderboard.links import PENALTY_PAPER, SPACT_PAPER
 
 CSV_NAME = "paper_results.csv"
 CITATIONS_NAME = "citations.json"
@@ -52,7 +53,7 @@ class Citation(BaseModel):
 _SPACT = Citation(
     title="SPAct: Self-supervised Privacy Preservation for Action Recognition",
     authors="Ishan Rajendrakumar Dave, Chen Chen, Mubarak Shah",
-    venue="CVPR", year=2022, url="https://arxiv.org/abs/2203.15205",
+    venue="CVPR", year=2022, url=SPACT_PAPER,
 )
 
 # The papers behind the shared CSV, keyed by its `source` column.
@@ -62,7 +63,7 @@ CITATIONS: dict[str, Citation] = {
     "Penalty-driven anonymization (Aslam & Nasrollahi, 2025)": Citation(
         title="Balancing Privacy and Action Performance: "
         "A Penalty-Driven Approach to Image Anonymization",
-        authors="Nazia Aslam, Kamal Nasrollahi", venue="preprint", year=2025,
+        authors="Nazia Aslam, Kamal Nasrollahi", venue="preprint", year=2025, url=PENALTY_PAPER,
     ),
     "MPPAR (NeurIPS 2023) supplementary, Table 1": Citation(
         title="Joint Attribute and Model Generalization Learning for "

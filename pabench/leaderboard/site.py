@@ -27,6 +27,7 @@ from pabench import __version__
 from pabench.errors import PabenchError
 from pabench.leaderboard.calibration import MEANING, METHODS, calibrate
 from pabench.leaderboard.curves import curve_plots
+from pabench.leaderboard.links import entry_links
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
 from pabench.leaderboard.tables import (
@@ -38,6 +39,7 @@ from pabench.leaderboard.tables import (
     rank_agreement,
     sample_files,
 )
+from pabench.metrics import CI_ALPHA
 from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import RecordMeta
 
@@ -98,6 +100,16 @@ def _is_web_url(v: object) -> bool:
     return isinstance(v, str) and v.lower().startswith(("https://", "http://"))
 
 
+def sample_path(entry_id: str, i: int) -> str:
+    """Where the site keeps an entry's i-th sample strip (raw frames over anonymized ones)."""
+    return f"samples/{entry_id}-{i}.png"
+
+
+def _thumbnail(entry: Entry) -> str | None:
+    """A table row's thumbnail: the entry's first sample strip, if it has one."""
+    return sample_path(entry.id, 0) if entry.record.samples else None
+
+
 def environment() -> Environment:
     """Autoescaping jinja environment: entry names and paper notes are untrusted text."""
     env = Environment(
@@ -108,7 +120,9 @@ def environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(num=_num, pct=_pct, human=_human, attr=_attr)
+    env.filters.update(num=_num, pct=_pct, human=_human, attr=_attr, links=entry_links,
+                       thumbnail=_thumbnail)
+    env.globals["ci_level"] = f"{1 - CI_ALPHA:.0%}"  # the bootstrap intervals' level
     env.tests["web_url"] = _is_web_url
     return env
 
@@ -262,13 +276,13 @@ def _render(site: _Files, tables: list[Table], groups: list[ReportedGroup],
         for e in t.entries:
             copied = []
             for i, src in enumerate(samples[e.id]):
-                copied.append(f"samples/{e.id}-{i}.png")
+                copied.append(sample_path(e.id, i))
                 shutil.copyfile(src, site.path(copied[-1]))
             meta = e.record.submission.meta
             render(
                 "entry.html.j2", f"entries/{e.id}.html", table=t, entry=e,
                 samples=copied, attribute_rows=_attribute_rows(e), training=_declared(meta),
-                credits=_credits(meta), paper_url=meta.paper_url, curves=curve_plots(e.record),
+                credits=_credits(meta), links=entry_links(e), curves=curve_plots(e.record),
             )
     for g in groups:
         meta = {
