@@ -27,8 +27,10 @@ from pabench.leaderboard import (
     make_server,
     pareto_flags,
 )
+from pabench.leaderboard.agreement import rank_agreement, spearman
+from pabench.leaderboard.ranking import tie_ranks
 from pabench.leaderboard.summary import late_gain
-from pabench.leaderboard.tables import Table, rank_agreement, spearman, tie_ranks
+from pabench.leaderboard.tables import Table
 from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import (
     AttackerResult,

@@ -346,12 +346,8 @@ def view(
     """
     from pabench.data.hub import find_dataset
     from pabench.integrations.fiftyone_app import serve_app
-    from pabench.integrations.fiftyone_view import (
-        add_predictions,
-        build_view,
-        import_fiftyone,
-        read_predictions,
-    )
+    from pabench.integrations.fiftyone_predictions import add_predictions, read_predictions
+    from pabench.integrations.fiftyone_view import build_view, import_fiftyone
 
     with checking_arguments():
         import_fiftyone()  # before any work: the fix is an install, not a retry

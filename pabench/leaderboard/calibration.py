@@ -9,8 +9,8 @@ more. The paper's own agreement between its two settings is given beside it: the
 can be expected to reach. Targets are fixed below and reported as met or missed.
 
 Spearman's rho is the Pearson correlation of the two columns' ranks, tied values sharing the
-average of the ranks they span (`pabench.leaderboard.tables.spearman`: pandas' ranking, as
-`scipy.stats.spearmanr` does); it is undefined (None) below `tables.MIN_SHARED` methods or where
+average of the ranks they span (`pabench.leaderboard.agreement.spearman`: pandas' ranking, as
+`scipy.stats.spearmanr` does); it is undefined (None) below `agreement.MIN_SHARED` methods or where
 a column is constant.
 """
 
@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pabench.errors import PabenchError
+from pabench.leaderboard.agreement import spearman
 from pabench.leaderboard.reported import CSV_NAME, ReportedGroup, load_reported
-from pabench.leaderboard.tables import Table, build_tables, load_records, spearman
+from pabench.leaderboard.tables import Table, build_tables, load_records
 
 BENCHMARK = "pa-synth"
 SOURCE = "SPAct (Dave et al., CVPR 2022)"

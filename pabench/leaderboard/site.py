@@ -25,20 +25,13 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pabench import __version__
 from pabench.errors import PabenchError
+from pabench.leaderboard.agreement import MIN_SHARED, rank_agreement
 from pabench.leaderboard.calibration import MEANING, METHODS, calibrate
 from pabench.leaderboard.curves import curve_plots
 from pabench.leaderboard.links import entry_links
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.scatter import scatter
-from pabench.leaderboard.tables import (
-    MIN_SHARED,
-    Entry,
-    Table,
-    build_tables,
-    load_records,
-    rank_agreement,
-    sample_files,
-)
+from pabench.leaderboard.tables import Entry, Table, build_tables, load_records, sample_files
 from pabench.metrics import CI_ALPHA
 from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import RecordMeta

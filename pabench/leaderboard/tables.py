@@ -22,9 +22,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-import pandas as pd
-
 from pabench.errors import PabenchError
+from pabench.leaderboard.ranking import pareto_flags, tie_ranks
 from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
 from pabench.records import REFERENCES, AttackerResult, Metrics, Record, read_record
 
@@ -34,9 +33,6 @@ LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
 the attackers' distribution shift, not privacy."""
 CHANCE_CONTROLS = frozenset({"black"})
 """Baselines that keep nothing: every score must sit at chance, the scale's other end."""
-MIN_SHARED = 4
-"""Entries two tables must share before their rankings are compared: with three, a rank
-correlation takes only a handful of values."""
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 MAX_SAMPLE_BYTES = 16 * 1024 * 1024
 
@@ -313,44 +309,6 @@ class Table:
         return [e.row(self) for e in self.entries]
 
 
-def pareto_flags(points: list[tuple[float, float]]) -> list[bool]:
-    """(action, privacy cMAP) -> optimal? Higher action and lower privacy are better.
-
-    A point is dominated by one at least as good on both axes and better on one (ties are not
-    dominated). One sweep from the best action down, O(n log n): thousands of entries are fine.
-    """
-    order = sorted(range(len(points)), key=lambda i: -points[i][0])
-    flags = [True] * len(points)
-    best_above = float("inf")  # lowest privacy among strictly higher action
-    i = 0
-    while i < len(order):
-        j = i
-        while j < len(order) and points[order[j]][0] == points[order[i]][0]:
-            j += 1
-        group = order[i:j]
-        lowest = min(points[k][1] for k in group)
-        for k in group:
-            p = points[k][1]
-            flags[k] = not (best_above <= p or lowest < p)
-        best_above = min(best_above, lowest)
-        i = j
-    return flags
-
-
-def tie_ranks(scores: list[float], cis: list[tuple[float, float]]) -> list[tuple[int, int]]:
-    """Rank ranges for lower-is-better scores: an entry ranks from the best to the worst
-    position of the entries whose CIs overlap its own (equal scores tie too), so entries the
-    bootstrap cannot tell apart share a range instead of an order that noise decides."""
-    ranks = []
-    for i, (lo, hi) in enumerate(cis):
-        group = [j for j, (lo2, hi2) in enumerate(cis)
-                 if j == i or scores[j] == scores[i] or (lo2 <= hi and lo <= hi2)]
-        best = min(scores[j] for j in group)
-        worst = max(scores[j] for j in group)
-        ranks.append((1 + sum(s < best for s in scores), sum(s <= worst for s in scores)))
-    return ranks
-
-
 def load_records(results: Path) -> list[tuple[Path, Record]]:
     """Every record under `results` (hidden files, such as temp files, and the raw references
     in `references/` skipped), in a stable order. Symbolic links are refused: a record must be
@@ -435,46 +393,3 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
         key=lambda t: (t.benchmark, t.preset, order.get(t.protocol, len(order)), t.protocol,
                        not t.current, -t.version),
     )
-
-
-@dataclass
-class Agreement:
-    """How alike the current protocols of one benchmark and preset rank the entries they
-    share: the Spearman correlation of worst-case privacy cMAP, pair by pair. A protocol that
-    reorders the same anonymizers measures something else than its neighbours (the
-    raw-pretrained-attacker diagnostic does, by design)."""
-
-    benchmark: str
-    preset: str
-    tables: list[Table]
-    rho: list[list[float | None]]  # None: fewer than MIN_SHARED entries in common
-    shared: list[list[int]]
-
-
-def spearman(scores: dict[str, dict[str, float]]) -> tuple[list[list[float | None]],
-                                                            list[list[int]]]:
-    """Column -> row -> score, to the columns' pairwise Spearman correlations over the rows
-    both have (None below MIN_SHARED) and those rows' counts."""
-    frame = pd.DataFrame(scores)
-    rho = frame.corr(method="spearman", min_periods=MIN_SHARED)
-    present = frame.notna().astype(int)
-    shared = present.T @ present
-    return ([[None if pd.isna(v) else float(v) for v in row] for row in rho.to_numpy()],
-            shared.to_numpy().tolist())
-
-
-def rank_agreement(tables: Iterable[Table]) -> list[Agreement]:
-    """One agreement matrix per benchmark and preset with at least two current tables, over
-    the rows each table shows (unranked records left out, as from its ranks)."""
-    groups: dict[tuple[str, str], list[Table]] = {}
-    for t in tables:
-        if t.current and t.shown:
-            groups.setdefault((t.benchmark, t.preset), []).append(t)
-    out = []
-    for (benchmark, preset), group in sorted(groups.items()):
-        if len(group) < 2:
-            continue
-        rho, shared = spearman({t.id: {e.name: e.m.privacy_cmap for e in t.shown}
-                                for t in group})
-        out.append(Agreement(benchmark, preset, group, rho, shared))
-    return out
