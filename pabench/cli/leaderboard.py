@@ -94,11 +94,14 @@ def verify(
         "--replace", help="Replace an entry's record even when it is another submission")] = False,
 ) -> None:
     """Re-run a submission pack on the private test seed, compare with the submitter's record
-    and add the official, maintainer-verified record to the results folder.
+    and add the official, maintainer-verified record to the results folder. The seed is read
+    from the environment variable --test-seed-env names.
 
-    Example:
+    Examples:
 
-      PABENCH_TEST_SEED=... pabench leaderboard verify submissions/my-anonymizer
+      pabench leaderboard verify submissions/my-anonymizer
+
+      pabench leaderboard verify my-anonymizer.zip --device cuda
     """
     import os
 

@@ -32,7 +32,7 @@ def pack(
     """Pack FILE, its sidecar, your record and your environment, with a manifest of their
     sha256, for the maintainers to verify on the private test seed.
 
-    Example:
+    Examples:
 
       pabench submission pack my.pt2 --record runs/pa-synth__standard__known__v6__my.json
       --out submissions/my
