@@ -115,7 +115,7 @@ def pack_submission(file: Path, record_path: Path, out: Path, *, meta: Path | No
             raise PabenchError(f"{path}: file not found")
     if meta is None and file.with_suffix(".json").is_file():
         meta = file.with_suffix(".json")
-    if out.exists() and (out.suffix == ".zip" or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise PabenchError(f"{out}: already exists; packs are written to a new path")
     if meta is not None and Path(meta).name == file.name:
         raise PabenchError(f"{meta}: the sidecar has the submission's file name; rename one")
@@ -217,6 +217,8 @@ def _checked(root: Path, pack: Path) -> Pack:
         path = root / name
         if path.is_symlink() or not path.is_file():
             raise PabenchError(f"{pack}: {name} is listed in {MANIFEST} but missing")
+        if not path.resolve().is_relative_to(root.resolve()):
+            raise PabenchError(f"{pack}: {name} lies outside the pack (a linked folder)")
         if file_sha256(path) != sha:
             raise PabenchError(f"{pack}: {name} does not have the sha256 {MANIFEST} gives "
                                "(changed after packing)")
