@@ -191,7 +191,8 @@ def test_click_usage_errors_are_one_line_too(args: list[str], needle: str):
 COMMANDS = [["evaluate"], ["validate"], ["doctor"], ["train-baseline"], ["baselines", "list"],
             ["baselines", "export"], ["baselines", "segmenter"], ["datasets", "list"],
             ["datasets", "info"], ["datasets", "build"], ["datasets", "push"],
-            ["datasets", "verify"], ["datasets", "view"]]
+            ["datasets", "verify"], ["datasets", "view"], ["submission", "pack"],
+            ["leaderboard", "verify"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

@@ -15,6 +15,7 @@ from pabench.cli.datasets import app as datasets_app
 from pabench.cli.evaluate import evaluate
 from pabench.cli.leaderboard import app as leaderboard_app
 from pabench.cli.protocols import app as protocols_app
+from pabench.cli.submission import app as submission_app
 from pabench.cli.train_baseline import train_baseline
 from pabench.cli.usage import FAILURE_EXIT, USAGE_EXIT, exit_status
 from pabench.cli.validate import validate_file
@@ -25,6 +26,7 @@ app.add_typer(baselines_app, name="baselines")
 app.add_typer(datasets_app, name="datasets")
 app.add_typer(leaderboard_app, name="leaderboard")
 app.add_typer(protocols_app, name="protocols")
+app.add_typer(submission_app, name="submission")
 app.command()(evaluate)
 app.command()(doctor.doctor)
 app.command("train-baseline")(train_baseline)

@@ -1,4 +1,4 @@
-"""`pabench leaderboard build|serve|add|archive|show|import-reported`."""
+"""`pabench leaderboard build|serve|add|verify|archive|show|import-reported`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.table import Table as RichTable
 from rich.text import Text
 
 from pabench.cli.console import cell, clean, out, print_table
@@ -82,6 +83,72 @@ def add(
         out.print(Text.assemble(verb, cell(a.path), " from ", cell(a.source)), soft_wrap=True)
 
 
+@app.command()
+def verify(
+    pack: Annotated[Path, typer.Argument(help="A pack written by `pabench submission pack` "
+                                         "(folder or .zip)")],
+    results: Annotated[Path, typer.Option(help="The official results folder")] = Path(
+        "leaderboard/results"
+    ),
+    test_seed_env: Annotated[str, typer.Option(
+        help="The environment variable holding the private test seed (never the command "
+        "line)")] = "PABENCH_TEST_SEED",
+    device: Annotated[str, typer.Option(help="cpu, cuda, cuda:1, ...")] = "cpu",
+    workers: Annotated[int, typer.Option(help="Models trained side by side (0: auto)")] = 0,
+    replace: Annotated[bool, typer.Option(
+        "--replace", help="Replace an entry's record even when it is another submission")] = False,
+) -> None:
+    """Re-run a submission pack on the private test seed, compare with the submitter's record
+    and add the official, maintainer-verified record to the results folder. The seed is read
+    from the environment variable --test-seed-env names.
+
+    Examples:
+
+      pabench leaderboard verify submissions/my-anonymizer
+
+      pabench leaderboard verify my-anonymizer.zip --device cuda
+    """
+    import os
+
+    from pabench.cli.usage import checking_arguments
+    from pabench.errors import PabenchError
+    from pabench.leaderboard.verify import verify_pack
+
+    with checking_arguments():
+        secret = os.environ.get(test_seed_env, "")
+        if not secret:
+            raise PabenchError(f"environment variable {test_seed_env} is not set: it holds the "
+                               "private test seed (the maintainers' secret)")
+    done = verify_pack(pack, results, secret, device=device, workers=workers, replace=replace)
+    grid = RichTable("metric", "submitted (public seed)", "verified (private seed)",
+                     "difference", "intervals overlap",
+                     title=clean(f"{done.record.submission.name}, {done.record.table_id}"))
+    for c in done.comparisons:
+        grid.add_row(c.metric, _shown(c.metric, c.submitted, c.submitted_ci),
+                     _shown(c.metric, c.verified, c.verified_ci),
+                     _shown(c.metric, c.difference, sign="+"),
+                     {True: "yes", False: "NO", None: "-"}[c.agrees])
+    print_table(grid)
+    apart = [c.metric for c in done.comparisons if c.agrees is False]
+    if apart:
+        out.print(f"review: the intervals of {', '.join(apart)} do not overlap "
+                  "(docs/submitting.md#getting-an-official-row)")
+    verb = "replaced " if done.replaced else "added "
+    out.print(Text.assemble(verb, cell(done.path), " (maintainer-verified, private seed)"),
+              soft_wrap=True)
+
+
+def _shown(metric: str, v: float | None, ci: tuple[float, float] | None = None,
+           sign: str = "") -> str:
+    """Scores in percent to one decimal, drops as percentages, normalised privacy to two."""
+    if v is None:
+        return "-"
+    scale, fmt, unit = ((100, ".1f", "%") if metric.endswith("_drop")
+                        else (1, ".2f", "") if metric == "privacy_norm" else (1, ".1f", ""))
+    text = f"{v * scale:{sign}{fmt}}{unit}"
+    return text + (f" [{ci[0] * scale:{fmt}}, {ci[1] * scale:{fmt}}]" if ci else "")
+
+
 @app.command("archive")
 def archive_(
     to: Annotated[Path, typer.Option(help="Archive folder, outside the results folder (a "
@@ -121,8 +188,6 @@ def show(
 ) -> None:
     """Print one table's entries (action, worst-case cMAP, each attacker, per-seed worst case)
     and how its attackers converged, from the records."""
-    from rich.table import Table as RichTable
-
     from pabench.leaderboard import build_tables, load_records
     from pabench.leaderboard.official import official_folder
     from pabench.leaderboard.summary import convergence, markdown, select_table, summary_rows

@@ -1,12 +1,12 @@
 """`leaderboard add`: the one explicit step that puts records into the official results folder.
 
 `pabench evaluate` writes to a user folder; a maintainer then adds the records here. Every
-record is read and checked, the whole results folder is checked as it would be after the add
-(as `leaderboard build` will check it), and only then is anything written, so a refused add
-changes nothing. A record of an entry already in the folder replaces that entry's file only
-when it is the same submission, or with `replace`; either way the caller is told. A record
-written from uncommitted code (its `git` ends in `-dirty`) is refused: an official number must
-be reproducible from a commit.
+record is read and checked (its numbers against each other too: `check_record`), the whole
+results folder is checked as it would be after the add (as `leaderboard build` will check it),
+and only then is anything written, so a refused add changes nothing. A record of an entry
+already in the folder replaces that entry's file only when it is the same submission, or with
+`replace`; either way the caller is told. A record written from uncommitted code (its `git`
+ends in `-dirty`) is refused: an official number must be reproducible from a commit.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 from pabench.errors import PabenchError
 from pabench.io import atomic_write_bytes
 from pabench.leaderboard.tables import build_tables, load_records, sample_files
-from pabench.records import Record, check_replace, read_record, write_record
+from pabench.records import Record, check_record, check_replace, read_record, write_record
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ def add_records(paths: Iterable[Path], results: Path, *, replace: bool = False) 
     owner = {(results / rel).resolve(): path for path, rec in existing for rel in rec.samples}
     plans: dict[Path, _Plan] = {}
     for source in map(Path, paths):
-        record = read_record(source)
+        record = check_record(read_record(source), source)
         git = record.pabench.get("git", "")
         if git.endswith("-dirty"):
             raise PabenchError(f"{source}: written from uncommitted code (git {git}); official "

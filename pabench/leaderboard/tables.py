@@ -25,7 +25,14 @@ from typing import Literal
 from pabench.errors import PabenchError
 from pabench.leaderboard.ranking import pareto_flags, tie_ranks
 from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
-from pabench.records import REFERENCES, AttackerResult, Metrics, Record, read_record
+from pabench.records import (
+    REFERENCES,
+    AttackerResult,
+    Metrics,
+    Record,
+    check_record,
+    read_record,
+)
 
 REFERENCE_NAME = "identity"  # the raw-data baseline every drop is measured against
 LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
@@ -156,7 +163,7 @@ class Entry:
             "preset": rec.benchmark.preset,
             "protocol": rec.protocol.id,
             "protocol_version": rec.protocol.version,
-            "status": "verified",
+            "status": rec.provenance,
             "listing": table.listing_of(self),
             "rank_lo": self.rank[0] if self.rank else None,
             "rank_hi": self.rank[1] if self.rank else None,
@@ -311,8 +318,8 @@ class Table:
 
 def load_records(results: Path) -> list[tuple[Path, Record]]:
     """Every record under `results` (hidden files, such as temp files, and the raw references
-    in `references/` skipped), in a stable order. Symbolic links are refused: a record must be
-    the file that was reviewed."""
+    in `references/` skipped), in a stable order, each checked by `check_record`. Symbolic
+    links are refused: a record must be the file that was reviewed."""
     results = Path(results)
     if not results.exists():
         raise PabenchError(f"results folder not found: {results}")
@@ -326,7 +333,7 @@ def load_records(results: Path) -> list[tuple[Path, Record]]:
     for p in paths:
         if p.is_symlink():
             raise PabenchError(f"{p}: is a symbolic link; records must be regular files")
-    return [(p, read_record(p)) for p in paths]
+    return [(p, check_record(read_record(p), p)) for p in paths]
 
 
 def sample_files(path: Path, record: Record) -> list[Path]:

@@ -2,7 +2,7 @@
 
 Records are read from files anyone can edit (a pull request, a user's own folder), so reading is
 strict: numbers must be JSON numbers, finite and in range; keys appear once; files are capped in
-size. Every failure is one line naming the file. A v5 record names its raw-data run by the
+size. Every failure is one line naming the file. A record (v5 on) names its raw-data run by the
 sha256 of `references/<sha256>.json` beside it, written once for every record of the run: a
 missing reference, or one whose content no longer has its hash, is refused naming that file.
 """
@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from pabench.errors import PabenchError
 from pabench.io import atomic_write_text, validation_error
-from pabench.records.schema import SCHEMA_VERSION, UPGRADES, Record, Reference
+from pabench.records.schema import REFERENCE_VERSION, SCHEMA_VERSION, UPGRADES, Record, Reference
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024  # stored records are under 30 kB
 REFERENCES = "references"
@@ -109,7 +109,7 @@ def _read_capped(path: Path, what: str) -> bytes:
 
 
 def _resolve(data: dict[str, Any], source: object, references: References) -> dict[str, Any]:
-    """A stored v5 record with its `raw_reference` replaced by the reference's content."""
+    """A stored record (v5 on) with its `raw_reference` replaced by the reference's content."""
     for key in ("raw", "raw_attackers"):
         if key in data:
             raise PabenchError(f"{source}: invalid record: {key}: a v5 record keeps its raw run "
@@ -141,8 +141,8 @@ def _resolve(data: dict[str, Any], source: object, references: References) -> di
 
 
 def parse_record(raw: bytes, source: object, references: References = None) -> Record:
-    """Validate a record's bytes (any supported schema version) as `source`'s content; a v5
-    record's raw reference is read from `references`."""
+    """Validate a record's bytes (any supported schema version) as `source`'s content; a
+    record's raw reference (v5 on) is read from `references`."""
     data = _strict_json(raw, source, "record")
     version = data.get("schema_version")
     if type(version) is not int or not (1 <= version <= SCHEMA_VERSION):
@@ -151,7 +151,7 @@ def parse_record(raw: bytes, source: object, references: References = None) -> R
             f"{source}: schema_version {shown} is not supported: this pabench reads versions "
             f"1-{SCHEMA_VERSION} (a newer pabench may have written it)"
         )
-    if version == SCHEMA_VERSION:
+    if version >= REFERENCE_VERSION:
         data = _resolve(data, source, references)
     while version < SCHEMA_VERSION:
         data = UPGRADES[version](data)
@@ -197,6 +197,20 @@ def stored(record: Record) -> tuple[str, str | None, str | None]:
         elif k != "raw_attackers":
             out[k] = v
     return dumps(out) + "\n", sha, ref_text
+
+
+def as_stored(record: Record) -> Record:
+    """`record` as it reads back once written, and again after any rewrite: storing rounds
+    each number to the fewest decimals that keep what the site shows, and a stored number
+    stored again can drop one more (82.855 -> 82.86, both shown 82.9), so it is stored until
+    nothing moves. Each step keeps or lowers every number's decimals, so this ends."""
+    while True:
+        text, sha, ref_text = stored(record)
+        pending = {sha: ref_text.encode("utf-8")} if sha and ref_text else {}
+        again = parse_record(text.encode("utf-8"), f"{record.entry_id} (not written)", pending)
+        if again == record:
+            return record
+        record = again
 
 
 def _describe(record: Record) -> str:

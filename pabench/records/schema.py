@@ -20,7 +20,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializ
 from pabench.io import NAME_PATTERN
 from pabench.submission import SubmissionMeta
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+REFERENCE_VERSION = 5
+"""Raw references keep the version they were introduced with: their hash names them."""
 INT64_MAX = 2**63 - 1
 ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 """Benchmark names, presets and protocol ids: no '_', so '__' can join them unambiguously."""
@@ -242,16 +244,34 @@ class Reference(_Strict):
     """The raw-data run a record is measured against: the content of `references/<sha256>.json`,
     shared by every record of the run's table that names its hash."""
 
-    schema_version: Literal[5] = SCHEMA_VERSION
+    schema_version: Literal[5] = REFERENCE_VERSION
     raw: Metrics
     raw_attackers: list[AttackerResult] = Field(default_factory=list)
 
 
+class Verification(_Strict):
+    """How a record became official: a maintainer re-ran the submitted file on test clips
+    rendered from the private seed (`commitment`, as `benchmark.test_seed_commitment`) with
+    `pabench leaderboard verify`. `submitted_record_sha256` names the submitter's own
+    public-seed record it was compared with; `digest` is the sha256 of the record's canonical
+    text (`pabench.records.integrity.record_digest`), so a later edit shows."""
+
+    by: Literal["maintainer"] = "maintainer"
+    test_seed: Literal["private"] = "private"
+    commitment: Sha256
+    submitted_record_sha256: Sha256
+    digest: Sha256
+
+
+Provenance = Literal["maintainer-verified", "pabench-baseline", "self-reported"]
+
+
 class Record(_Strict):
     """`ranked` is False for records the tables must not rank (a diagnostic protocol, a failed
-    consistency check); `flags` says why, and names weak attackers and early-best runs."""
+    consistency check); `flags` says why, and names weak attackers and early-best runs.
+    `verification` is set only on records a maintainer re-ran on the private test seed."""
 
-    schema_version: Literal[5] = SCHEMA_VERSION
+    schema_version: Literal[6] = SCHEMA_VERSION
     pabench: dict[str, str]
     protocol: ProtocolRef
     benchmark: BenchmarkRef
@@ -270,6 +290,15 @@ class Record(_Strict):
     consistency: Consistency | None = None
     ranked: bool = True
     flags: list[str] = Field(default_factory=list)
+    verification: Verification | None = None
+
+    @property
+    def provenance(self) -> Provenance:
+        """Who produced the numbers: a maintainer on the private seed, pabench on its own
+        in-repo baseline, or whoever ran `pabench evaluate` on a file."""
+        if self.verification is not None:
+            return "maintainer-verified"
+        return "pabench-baseline" if self.submission.format == "baseline" else "self-reported"
 
     @property
     def table_id(self) -> str:
@@ -318,6 +347,12 @@ def _upgrade_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 5}
 
 
+def _upgrade_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """v6 adds `verification` (a maintainer's re-run on the private test seed); no v5 record
+    had one, which the default None says."""
+    return {**data, "schema_version": 6}
+
+
 UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
-    1: _upgrade_v1, 2: _upgrade_v2, 3: _upgrade_v3, 4: _upgrade_v4}
+    1: _upgrade_v1, 2: _upgrade_v2, 3: _upgrade_v3, 4: _upgrade_v4, 5: _upgrade_v5}
 """version -> the step to version + 1; reading chains them up to SCHEMA_VERSION."""
