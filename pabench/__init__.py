@@ -12,6 +12,7 @@ others: tests/test_rooms.py):
     models/        the model zoo
     records/       typed, versioned records and their files (torch-free)
     leaderboard/   records -> static site, calibration, archive (torch-free)
+    review/        a submitter's pack and the maintainer's verification: an official row
     integrations/  FiftyOne and Hugging Face Hub publishing
     cli/           parse, call one library function, print
     io.py          torch-free plumbing; runtime.py the torch runtime (devices, DDP)

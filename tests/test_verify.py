@@ -62,7 +62,7 @@ def test_pack_verify_and_show_a_maintainer_verified_row(
 
     results = tmp_path / "results"
     shutil.copytree(COMMITTED, results)
-    monkeypatch.setattr("pabench.leaderboard.verify.get_protocol", lambda _: QUICK)
+    monkeypatch.setattr("pabench.review.verify.get_protocol", lambda _: QUICK)
     monkeypatch.setattr("pabench.evaluation.run.git_revision", lambda: "0123abc")
     monkeypatch.delenv("PABENCH_TEST_SEED", raising=False)
     one_line_error(pabench_main("leaderboard", "verify", str(pack), "--results", str(results)),

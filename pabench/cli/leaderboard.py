@@ -112,7 +112,7 @@ def verify(
 
     from pabench.cli.usage import checking_arguments
     from pabench.errors import PabenchError
-    from pabench.leaderboard.verify import verify_pack
+    from pabench.review.verify import verify_pack
 
     with checking_arguments():
         secret = os.environ.get(test_seed_env, "")

@@ -38,7 +38,7 @@ def pack(
       --out submissions/my
     """
     from pabench.cli.usage import checking_arguments
-    from pabench.submission.pack import pack_submission
+    from pabench.review.pack import pack_submission
 
     with checking_arguments():
         for path in (file, record, *(replica or []), *([meta] if meta else [])):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from pabench.errors import PabenchError
 from pabench.io import atomic_write_bytes
-from pabench.leaderboard.tables import build_tables, load_records, sample_files
+from pabench.leaderboard.samples import sample_files
+from pabench.leaderboard.tables import build_tables, load_records
 from pabench.records import Record, check_record, check_replace, read_record, write_record
 
 

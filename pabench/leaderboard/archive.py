@@ -21,7 +21,8 @@ from huggingface_hub.utils import validate_repo_id
 
 from pabench.errors import PabenchError
 from pabench.io import atomic_write_bytes, atomic_write_text
-from pabench.leaderboard.tables import Entry, build_tables, load_records, sample_files
+from pabench.leaderboard.samples import sample_files
+from pabench.leaderboard.tables import Entry, build_tables, load_records
 from pabench.records import REFERENCES, stored, write_record
 
 

@@ -30,8 +30,9 @@ from pabench.leaderboard.calibration import MEANING, METHODS, calibrate
 from pabench.leaderboard.curves import curve_plots
 from pabench.leaderboard.links import entry_links
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
+from pabench.leaderboard.samples import sample_files
 from pabench.leaderboard.scatter import scatter
-from pabench.leaderboard.tables import Entry, Table, build_tables, load_records, sample_files
+from pabench.leaderboard.tables import Entry, Table, build_tables, load_records
 from pabench.metrics import CI_ALPHA
 from pabench.protocols import NEXT, PROTOCOLS
 from pabench.records import RecordMeta

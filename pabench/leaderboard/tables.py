@@ -40,8 +40,6 @@ LOSSLESS_CONTROLS = frozenset({"invert", "channel-permute"})
 the attackers' distribution shift, not privacy."""
 CHANCE_CONTROLS = frozenset({"black"})
 """Baselines that keep nothing: every score must sit at chance, the scale's other end."""
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-MAX_SAMPLE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -334,27 +332,6 @@ def load_records(results: Path) -> list[tuple[Path, Record]]:
         if p.is_symlink():
             raise PabenchError(f"{p}: is a symbolic link; records must be regular files")
     return [(p, check_record(read_record(p), p)) for p in paths]
-
-
-def sample_files(path: Path, record: Record) -> list[Path]:
-    """A record's sample strips, checked before anything is copied: inside the record's folder
-    (after following links), regular files, PNG, at most MAX_SAMPLE_BYTES."""
-    base = path.parent.resolve()
-    sources = []
-    for rel in record.samples:
-        src = (base / rel).resolve()
-        if not src.is_relative_to(base):
-            raise PabenchError(f"{path}: sample '{rel}' lies outside the record's folder")
-        if not src.is_file():
-            raise PabenchError(f"{path}: sample '{rel}' not found")
-        if src.stat().st_size > MAX_SAMPLE_BYTES:
-            raise PabenchError(f"{path}: sample '{rel}' is larger than "
-                               f"{MAX_SAMPLE_BYTES // 2**20} MiB")
-        with src.open("rb") as f:
-            if f.read(8) != PNG_MAGIC:
-                raise PabenchError(f"{path}: sample '{rel}' is not a PNG")
-        sources.append(src)
-    return sources
 
 
 def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pabench.errors import PabenchError
+from pabench.evaluation import Evaluation, EvaluationConfig, compute, store
 from pabench.leaderboard.add import add_records
 from pabench.protocols import ProtocolSpec, get_protocol
 from pabench.records import Metrics, Record, Verification, as_stored, record_digest
+from pabench.review.pack import open_pack
 
 COMPARED = ("action", "privacy_cmap", "privacy_f1", "privacy_norm", "action_drop",
             "privacy_drop")
@@ -71,9 +73,6 @@ def verify_pack(pack: Path, results: Path, secret: str, *, device: str = "cpu",
                 protocol: ProtocolSpec | None = None) -> Verified:
     """Re-run `pack`'s file on the private test seed `secret` and add the record to `results`;
     `protocol` defaults to the version the submitted record names."""
-    from pabench.evaluation import Evaluation, EvaluationConfig, compute, store
-    from pabench.submission.pack import open_pack
-
     with open_pack(pack) as opened:
         submitted = opened.record
         b = submitted.benchmark
