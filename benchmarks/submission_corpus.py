@@ -20,7 +20,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from hostile import CASES  # noqa: E402
+from hostile import CASES, SmallConv  # noqa: E402
 
 from pabench.anonymizers import reserved_names  # noqa: E402
 from pabench.errors import PabenchError, one_line  # noqa: E402
@@ -30,15 +30,6 @@ from pabench.submission import (  # noqa: E402
     load_submission,
     validate,
 )
-
-
-class SmallConv(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = torch.nn.Conv3d(3, 3, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.conv(x))
 
 
 class Slow(torch.nn.Module):

@@ -19,6 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import torch
+
+
+class SmallConv(torch.nn.Module):
+    """A conv anonymizer with a known parameter count: 3*3*3*3*3 + 3 = 246. Every good file
+    of the corpus is an export of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv3d(3, 3, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.conv(x))
+
 
 class Marker:
     """A pickle whose loading creates a directory."""
@@ -185,8 +199,6 @@ def pickle_polyglot(good: dict[str, Path], out: Path, marker: Path) -> Path:
 
 
 def torch_saved(good: dict[str, Path], out: Path, marker: Path) -> Path:
-    import torch
-
     path = out / "saved.pt2"
     torch.save({"evil": Marker(marker)}, path)
     return path

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hostile import Marker, SmallConv
 
 from pabench.anonymizers import Identity, reserved_names
 from pabench.errors import PabenchError
@@ -23,17 +24,6 @@ from pabench.submission import (
     load_submission,
     validate,
 )
-
-
-class SmallConv(torch.nn.Module):
-    """A conv anonymizer with a known parameter count: 3*3*3*3*3 + 3 = 246."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = torch.nn.Conv3d(3, 3, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.conv(x))
 
 
 class Nan(torch.nn.Module):
@@ -59,16 +49,6 @@ class Noisy(torch.nn.Module):
 class BatchMean(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return (x - x.mean(dim=0, keepdim=True) + 0.5).clamp(0, 1)
-
-
-class Marker:
-    """A pickle whose loading would create a file: the proof that nothing is unpickled."""
-
-    def __init__(self, target: Path) -> None:
-        self.target = target
-
-    def __reduce__(self) -> tuple:
-        return (os.mkdir, (str(self.target),))
 
 
 @pytest.fixture(scope="module")

@@ -11,21 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from hostile import CASES, Case, duplicate_constants
+from hostile import CASES, Case, SmallConv, duplicate_constants
 from quick import one_line_error, pabench_main
 
 from pabench.anonymizers import reserved_names
 from pabench.errors import MAX_MESSAGE, PabenchError, one_line
 from pabench.submission import Budgets, export_submission, from_module, load_submission, validate
-
-
-class SmallConv(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = torch.nn.Conv3d(3, 3, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.conv(x))
 
 
 @pytest.fixture(scope="module")

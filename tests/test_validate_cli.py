@@ -8,18 +8,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from hostile import SmallConv
 from quick import one_line_error, pabench_main
 
 from pabench.submission import export_submission
-
-
-class SmallConv(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.conv = torch.nn.Conv3d(3, 3, 3, padding=1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.sigmoid(self.conv(x))
 
 
 class Nan(torch.nn.Module):
