@@ -30,13 +30,13 @@ ID_PATTERN = r"[a-z0-9]+(?:-[a-z0-9]+)*"
 
 
 def _store(v: float, decimals: int, shown: Callable[[float], str]) -> float:
-    """`v` rounded to `decimals` decimals, or to as many more as keep what the site shows of
+    """`v` rounded to `decimals` decimals, or to up to 4 more that keep what the site shows of
     it: rounding a measured 56.94999 to 56.95 would show 57.0 where the measure shows 56.9.
-    A value of at most 10 decimals (one stored before, or an exact ratio) is kept as it is, so
-    that storing a stored record again changes nothing (56.945 would otherwise become 56.94)."""
-    if round(v, 10) == v:
+    A value already that short is kept, so storing a stored record changes no digit (a stored
+    56.945 would otherwise become 56.94)."""
+    if round(v, decimals + 4) == v:
         return v
-    for d in range(decimals, max(decimals + 1, 17)):
+    for d in range(decimals, decimals + 5):
         if shown(r := round(v, d)) == shown(v):
             return r
     return v
