@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from test_leaderboard import KNOWN_NOW, ROOT, make_record
+from test_leaderboard import KNOWN_NOW, ROOT, _attackers, _metrics, make_record
 from typer.testing import CliRunner
 
 from pabench.cli import app
@@ -30,11 +30,13 @@ SAME = {"identity": (90.0, 95.0), "downsample-2x": (80.0, 85.0), "downsample-4x"
 
 
 def _record(protocol: str, version: int, name: str, scores: tuple[float, float]) -> Record:
+    """A record whose numbers agree with each other (as the engine writes them) at `scores`."""
     rec = make_record("known", KNOWN_NOW, "identity")
+    raw = (rec.raw.action, rec.raw.privacy_cmap) if rec.raw is not None else None
     return rec.model_copy(update=dict(
         protocol=rec.protocol.model_copy(update=dict(id=protocol, version=version)),
         submission=rec.submission.model_copy(update=dict(name=name)),
-        metrics=rec.metrics.model_copy(update=dict(action=scores[0], privacy_cmap=scores[1])),
+        metrics=_metrics(*scores, raw, current=True), attackers=_attackers(scores[1], True),
     ))
 
 
