@@ -71,8 +71,9 @@ def _ci(value: float, ci: tuple[float, float]) -> str:
 
 
 def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, str]]:
-    """One row per entry, best privacy first: in a ranked table the privacy rank or tie group
-    (none for the raw reference, the controls and unranked records, as on the site), action,
+    """One row per entry, best privacy first, the raw reference and the controls after the
+    ranked entries (as on the site): in a ranked table the privacy rank or tie group (none for
+    the reference, the controls and unranked records), action,
     worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst
     attacker's cMAP per seed, each attacker's cMAP (in the first record's attacker order),
     wall time and the pabench commit that made it; a learned baseline's record of an older
@@ -80,7 +81,7 @@ def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, s
     other = {e.name: e.m for e in against.entries} if against else {}
     archs = list(dict.fromkeys(a.arch for e in table.entries for a in e.record.attackers))
     rows = []
-    for e in table.entries:
+    for e in sorted(table.entries, key=lambda e: not e.competes):  # stable: ranks kept
         m, rec = e.m, e.record
         row = {"rank": e.rank_text} if table.listing == "ranked" else {}
         older = " (older recipe)" if e.recipe_changes else ""  # as the site marks it
