@@ -16,17 +16,20 @@ import time
 import urllib.request
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import av
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from typer.testing import CliRunner
 
 from pabench.cli import app
 from pabench.data import synth
 from pabench.errors import PabenchError
+from pabench.integrations import fiftyone_view
 
 pytestmark = pytest.mark.fiftyone
 CLIPS = 6
@@ -284,3 +287,39 @@ def test_pushed_fiftyone_files_carry_masks_and_a_repush_encodes_nothing(
                 assert np.array_equal(frame["masks"].mask, expected[i - 1])
     finally:
         dataset.delete()
+
+
+class Recording(torch.nn.Module):
+    """An identity anonymizer that keeps the shape of every batch it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shapes: list[list[int]] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.shapes.append(list(x.shape))
+        return x.clone()
+
+
+def _fake(module: Recording) -> Any:
+    return SimpleNamespace(module=module, name="recording", sha256="0" * 64)
+
+
+@pytest.mark.fiftyone
+def test_view_runs_the_anonymizer_at_the_chosen_frames_and_size(
+    fo: Any, split: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = Recording()
+    monkeypatch.setattr(fiftyone_view, "_load_anonymizer", lambda spec, meta: _fake(module))
+    result = CliRunner().invoke(app, ["datasets", "view", str(split), "--anonymizer",
+                                      "baseline:identity", "--frames", "4", "--size", "48",
+                                      "--no-app", "--json"])
+    assert result.exit_code == 0, result.output
+    made = json.loads(result.stdout)
+    assert module.shapes and all(s == [2, 3, 4, 48, 48] for s in module.shapes)  # 8 frames
+    dataset = fo.load_dataset(made["name"])
+    for piece in ("raw", "anonymized"):
+        sample = dataset.select_group_slices(piece).first()
+        assert sample.metadata.frame_width == sample.metadata.frame_height > 48  # a preview
+    refused = CliRunner().invoke(app, ["datasets", "view", str(split), "--size", "0"])
+    assert refused.exit_code != 0 and "--size" in refused.output

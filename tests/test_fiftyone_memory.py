@@ -4,36 +4,13 @@ the largest batch a recording anonymizer is handed, not by time."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
-import torch
-from test_fiftyone import split  # noqa: F401 (the module-scoped synth-pa split fixture)
-from typer.testing import CliRunner
+from test_fiftyone import Recording, _fake
 
-from pabench.cli import app
-from pabench.integrations import fiftyone_view
 from pabench.integrations.fiftyone_view import ANONYMIZER_PIXELS, _anonymize, clip_shape
-
-
-class Recording(torch.nn.Module):
-    """An identity anonymizer that keeps the shape of every batch it is given."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.shapes: list[list[int]] = []
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.shapes.append(list(x.shape))
-        return x.clone()
-
-
-def _fake(module: Recording) -> Any:
-    return SimpleNamespace(module=module, name="recording", sha256="0" * 64)
 
 
 @pytest.mark.parametrize(("length", "height", "width", "calls"), [
@@ -60,23 +37,3 @@ def test_clip_shape_is_evaluates_unless_chosen() -> None:
     assert clip_shape(real, None, None, anonymized=False) == (16, None)
     assert clip_shape(real, 8, 64, anonymized=True) == (8, 64)
     assert clip_shape(synth, 4, 48, anonymized=False) == (4, 48)
-
-
-@pytest.mark.fiftyone
-def test_view_runs_the_anonymizer_at_the_chosen_frames_and_size(
-    fo: Any, split: Path, monkeypatch: pytest.MonkeyPatch  # noqa: F811
-) -> None:
-    module = Recording()
-    monkeypatch.setattr(fiftyone_view, "_load_anonymizer", lambda spec, meta: _fake(module))
-    result = CliRunner().invoke(app, ["datasets", "view", str(split), "--anonymizer",
-                                      "baseline:identity", "--frames", "4", "--size", "48",
-                                      "--no-app", "--json"])
-    assert result.exit_code == 0, result.output
-    made = json.loads(result.stdout)
-    assert module.shapes and all(s == [2, 3, 4, 48, 48] for s in module.shapes)  # 8 frames
-    dataset = fo.load_dataset(made["name"])
-    for piece in ("raw", "anonymized"):
-        sample = dataset.select_group_slices(piece).first()
-        assert sample.metadata.frame_width == sample.metadata.frame_height > 48  # a preview
-    refused = CliRunner().invoke(app, ["datasets", "view", str(split), "--size", "0"])
-    assert refused.exit_code != 0 and "--size" in refused.output

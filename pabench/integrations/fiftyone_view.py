@@ -98,8 +98,9 @@ def clip_shape(meta: DatasetMeta, frames: int | None, size: int | None,
         return frames or int(meta.source.get("frames", 16)), size
     from pabench.protocols import PROTOCOLS
 
-    real = [spec.clip for _, spec in PROTOCOLS.items() if spec.benchmark == "real"]
-    if size is None and anonymized:  # the real protocols share one clip (16 frames, 112 px)
+    real = [spec.clip for _, spec in PROTOCOLS.items()
+            if spec.benchmark == "real" and spec.role != "reproduction"]
+    if size is None and anonymized:  # pabench's real protocols share one clip (16 x 112 px)
         size = max(c.size or 0 for c in real) or None
     return frames or max(c.frames or 16 for c in real), size
 
