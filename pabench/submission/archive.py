@@ -2,10 +2,11 @@
 fresh archive of exactly the checked bytes for torch to load.
 
 A zip can say one thing to one reader and another to the next: two members with one name (Python
-keeps the last, torch's miniz the first), names that differ only in case or by a root folder,
-data before or between the records. pabench therefore refuses every ambiguous archive and never
-hands torch the submitted file: `Archive.repack` writes the members pabench has read and checked
-into a new archive, so the checker and the loader read the same bytes by construction.
+keeps the last, torch's miniz whichever its binary search meets), names that differ only in case
+or by a root folder, data before or between the records. pabench therefore refuses every
+ambiguous archive and never hands torch the submitted file: `Archive.repack` writes the members
+pabench has read and checked into a new archive, so the checker and the loader read the same
+bytes by construction.
 """
 
 from __future__ import annotations
