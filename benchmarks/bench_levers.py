@@ -35,7 +35,7 @@ from pabench.data.clipset import load_clipset
 from pabench.data.synth import build_synth, get_preset
 from pabench.models import MODELS, build_model
 from pabench.protocols import PROTOCOLS, Schedule
-from pabench.training import FitSpec, fit, fitting
+from pabench.training import FitSpec, fit
 
 BATCH = Schedule().batch_size
 
@@ -135,6 +135,9 @@ def fit_profile(name: str, data: Path, preset: str, epochs: int) -> tuple[float,
     spec = FitSpec(name, task, n_out, p.frames, p.size,  # type: ignore[arg-type]
                    Schedule(max_epochs=epochs, min_epochs=epochs, patience=epochs), ("shift",), 0,
                    device=DEVICE)
+    from pabench.training import fitting  # here: bench_evaluate imports this module to count
+    # FLOPs under older code trees too
+
     spent = [0.0]
     validate = fitting._validate
 
