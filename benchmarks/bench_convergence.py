@@ -25,7 +25,7 @@ import numpy as np
 
 
 def _train(args: tuple) -> dict:
-    model, target, epochs, preset, data_version, seed, overrides = args
+    model, target, epochs, preset, data_version, seed, standardize, overrides = args
     import torch
 
     torch.set_num_threads(1)
@@ -44,7 +44,7 @@ def _train(args: tuple) -> dict:
                    num_outputs=len(clips.action_classes) if target == "action"
                    else len(clips.attribute_names),
                    clip_frames=clips.videos.shape[1], input_size=clips.videos.shape[2],
-                   schedule=sched, augment=("shift",), seed=seed)
+                   schedule=sched, augment=("shift",), seed=seed, standardize=standardize)
     start = time.perf_counter()
     _, traces = fit(spec, clips.videos, y)
     t = traces[0]
@@ -65,6 +65,8 @@ def main() -> None:
     ap.add_argument("--preset", default="tiny")
     ap.add_argument("--data-version", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--standardize", action="store_true",
+                    help="inputs less their training mean image, as protocols v4 on train")
     ap.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     ap.add_argument("--json", help="also write the results here")
     a = ap.parse_args()
@@ -74,7 +76,7 @@ def main() -> None:
         model, _, target = head.partition(":")
         overrides = {k: json.loads(v) for k, v in (kv.split("=") for kv in extra.split(",") if kv)}
         tasks.append((model, target or "attributes", a.epochs, a.preset, a.data_version, a.seed,
-                      overrides))
+                      a.standardize, overrides))
     # build the data once before the workers read it
     from pabench.data.home import ensure_data
     ensure_data("pa-synth", a.preset, None, None, data_version=a.data_version)

@@ -36,10 +36,14 @@ def tiny_fraction(fraction: int) -> Iterator[None]:
     from pabench.data import synth
 
     tiny = synth.PRESETS["tiny"]
-    counts = {name: {split: n // fraction for split, n in splits.items()}
-              for name, splits in tiny.counts.items()}
+
+    def part(counts: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        return {name: {split: n // fraction for split, n in splits.items()}
+                for name, splits in counts.items()}
+
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(synth.PRESETS, "tiny", replace(tiny, counts=counts))
+        mp.setitem(synth.PRESETS, "tiny", replace(tiny, counts=part(tiny.counts),
+                                                  counts_v3=part(tiny.counts_v3)))
         yield
 
 

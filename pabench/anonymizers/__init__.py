@@ -40,13 +40,16 @@ class BuildContext:
     cache_dir: Path | None = None
     detector_weights: Path | None = None  # real video: a local torchvision detector file
     replica: int = 0  # a learned baseline's k-th training seed: its recipe's seed + k
+    data_version: int = 0  # pa-synth: the generator whose scenes its segmenter knows (0: newest)
 
     def __post_init__(self) -> None:
         # imported here: pa-synth pulls in datasets and pandas, and the submission door imports
         # this package for the baseline names
-        from pabench.data.synth import resolve_preset
+        from pabench.data.synth import GENERATOR_VERSION, resolve_preset
 
         object.__setattr__(self, "preset", resolve_preset(self.preset, self.device))
+        if not self.data_version:
+            object.__setattr__(self, "data_version", GENERATOR_VERSION)
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,7 @@ def _frame_size(ctx: BuildContext) -> int | None:
 def build_masker(ctx: BuildContext) -> nn.Module:
     """pa-synth: the cached in-repo segmenter; real video: torchvision if weights, else OpenCV."""
     if ctx.benchmark == "pa-synth":
-        return SegmenterMasker(load_segmenter(ctx.preset, ctx.cache_dir))
+        return SegmenterMasker(load_segmenter(ctx.preset, ctx.cache_dir, ctx.data_version))
     from pabench.anonymizers.detectors import DetectorMasker, OpenCVDetector, TorchvisionDetector
 
     if ctx.detector_weights is not None:

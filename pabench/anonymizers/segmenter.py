@@ -19,7 +19,16 @@ from torch import nn
 
 from pabench.anonymizers.cache import load_or_train as cached
 from pabench.anonymizers.cache import models_dir
-from pabench.data.synth import KNOWN_ACTIONS, NOVEL_ACTIONS, clip_rng, get_preset, render_clip
+from pabench.data.synth import (
+    FLAT_VERSION,
+    KNOWN_ACTIONS,
+    NOVEL_ACTIONS,
+    clip_rng,
+    dataset_spec,
+    get_preset,
+    render_clip,
+)
+from pabench.data.synth.articulated import render_articulated
 
 VERSION = "v1"  # bump when the architecture, the data or the recipe changes
 TRAIN_DATASET = "segmenter-train"  # seed namespace disjoint from every benchmark dataset
@@ -83,14 +92,21 @@ class SegmenterMasker(nn.Module):
         return masks.reshape(b, t, self.channels, h, w).permute(0, 2, 1, 3, 4)
 
 
-def render_frames(preset: str, dataset: str, clips: int, seed: int = 0) -> tuple[np.ndarray, ...]:
-    """Frames [N, H, W, 3] uint8 and masks [N, 2, H, W] uint8 from `clips` generated clips."""
+def render_frames(preset: str, dataset: str, clips: int, seed: int = 0,
+                  data_version: int = FLAT_VERSION) -> tuple[np.ndarray, ...]:
+    """Frames [N, H, W, 3] uint8 and masks [N, 2, H, W] uint8 from `clips` clips of generator
+    `data_version`, known and novel actions in turn."""
     p = get_preset(preset)
     actions = KNOWN_ACTIONS + NOVEL_ACTIONS
+    if data_version > FLAT_VERSION:
+        actions = (dataset_spec("synth-action", data_version).actions
+                   + dataset_spec("synth-action-novel", data_version).actions)
     videos, masks = [], []
     for i in range(clips):
-        clip = render_clip(clip_rng(seed, dataset, "train", i), actions[i % len(actions)],
-                           p.frames, p.size)
+        rng = clip_rng(seed, dataset, "train", i)
+        action = actions[i % len(actions)]
+        clip = (render_articulated(rng, action, p.frames, p.size) if data_version > FLAT_VERSION
+                else render_clip(rng, action, p.frames, p.size))
         videos.append(clip.video)
         masks.append(np.stack([clip.person_mask, clip.face_mask], 1))
     return np.concatenate(videos), np.concatenate(masks)
@@ -120,10 +136,11 @@ def _recipe(preset: str) -> TrainRecipe:
     return RECIPES[preset]
 
 
-def train_segmenter(preset: str, seed: int = 0, recipe: TrainRecipe | None = None) -> TinyUNet:
+def train_segmenter(preset: str, seed: int = 0, recipe: TrainRecipe | None = None,
+                    data_version: int = FLAT_VERSION) -> TinyUNet:
     """Train on freshly generated clips; BCE with the face channel up-weighted (it is small)."""
     recipe = recipe or _recipe(preset)
-    frames, masks = render_frames(preset, TRAIN_DATASET, recipe.clips, seed)
+    frames, masks = render_frames(preset, TRAIN_DATASET, recipe.clips, seed, data_version)
     x_all, y_all = _to_tensor(frames), torch.from_numpy(masks).float()
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -146,9 +163,10 @@ def train_segmenter(preset: str, seed: int = 0, recipe: TrainRecipe | None = Non
 
 
 @torch.no_grad()
-def segmenter_iou(net: TinyUNet, preset: str, clips: int = 60, dilate: int = 0) -> dict[str, float]:
+def segmenter_iou(net: TinyUNet, preset: str, clips: int = 60, dilate: int = 0,
+                  data_version: int = FLAT_VERSION) -> dict[str, float]:
     """Person and face IoU (pooled over all pixels) on held-out generated clips."""
-    frames, masks = render_frames(preset, HELDOUT_DATASET, clips)
+    frames, masks = render_frames(preset, HELDOUT_DATASET, clips, data_version=data_version)
     video = _to_tensor(frames).unsqueeze(0).permute(0, 2, 1, 3, 4)  # one long [1, 3, N, H, W]
     pred = SegmenterMasker(net, dilate)(video)[0].permute(1, 0, 2, 3).bool()
     true = torch.from_numpy(masks).bool()
@@ -157,13 +175,17 @@ def segmenter_iou(net: TinyUNet, preset: str, clips: int = 60, dilate: int = 0) 
     return {name: float(inter[i] / union[i]) for i, name in enumerate(CHANNELS)}
 
 
-def cache_path(preset: str, cache_dir: Path | None = None) -> Path:
-    return models_dir(cache_dir) / f"segmenter-{preset}-{VERSION}.pt"
+def cache_path(preset: str, cache_dir: Path | None = None,
+               data_version: int = FLAT_VERSION) -> Path:
+    scenes = "" if data_version <= FLAT_VERSION else f"-g{data_version}"
+    return models_dir(cache_dir) / f"segmenter-{preset}-{VERSION}{scenes}.pt"
 
 
-def load_or_train(preset: str, cache_dir: Path | None = None) -> TinyUNet:
-    """The cached segmenter for `preset`; trains and caches it on first use (an unreadable or
-    mismatching cache file is trained over)."""
+def load_or_train(preset: str, cache_dir: Path | None = None,
+                  data_version: int = FLAT_VERSION) -> TinyUNet:
+    """The cached segmenter for `preset` and the generator's scenes (the flat figures of v1-v2
+    share one); trains and caches it on first use (an unreadable or mismatching cache file is
+    trained over)."""
     recipe = _recipe(preset)
 
     def restore(state: object) -> TinyUNet:
@@ -171,13 +193,19 @@ def load_or_train(preset: str, cache_dir: Path | None = None) -> TinyUNet:
         net.load_state_dict(state)  # type: ignore[arg-type]
         return net.eval()
 
-    return cached(cache_path(preset, cache_dir), restore=restore,
-                  train=lambda: train_segmenter(preset), state=lambda net: net.state_dict(),
+    def train() -> TinyUNet:
+        if data_version <= FLAT_VERSION:
+            return train_segmenter(preset)  # the call a v1-v2 cache was trained by
+        return train_segmenter(preset, data_version=data_version)
+
+    return cached(cache_path(preset, cache_dir, data_version), restore=restore,
+                  train=train, state=lambda net: net.state_dict(),
                   what=f"the pa-synth {preset} segmenter")
 
 
-def train_and_measure(preset: str) -> tuple[float, dict[str, float]]:
+def train_and_measure(preset: str,
+                      data_version: int = FLAT_VERSION) -> tuple[float, dict[str, float]]:
     """Train from scratch (no cache) and return (seconds, held-out IoU): for reports and tests."""
     start = time.perf_counter()
-    net = train_segmenter(preset)
-    return time.perf_counter() - start, segmenter_iou(net, preset)
+    net = train_segmenter(preset, data_version=data_version)
+    return time.perf_counter() - start, segmenter_iou(net, preset, data_version=data_version)

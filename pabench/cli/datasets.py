@@ -87,18 +87,19 @@ def info(
       pabench datasets info vispr2 --json
     """
     if name in BENCHMARKS:
-        from pabench.data.synth import PRESETS
+        from pabench.data.synth import GENERATOR_VERSION, PRESETS
 
         if json_out:
             print_json({"name": name, "datasets": list(BENCHMARKS[name]), "presets": {
-                preset: {"frames": p.frames, "size": p.size, "counts": p.counts}
+                preset: {"frames": p.frames, "size": p.size,
+                         "counts": p.split_counts(GENERATOR_VERSION)}
                 for preset, p in PRESETS.items()}})
             return
         out.print(Text.assemble(cell(name, "bold"), ": the synthetic benchmark, datasets ",
                                 cell(", ".join(BENCHMARKS[name]))))
         for preset, p in PRESETS.items():
             out.print(f"  preset {preset}: {p.frames} frames, {p.size}x{p.size} px")
-            for dataset, splits in p.counts.items():
+            for dataset, splits in p.split_counts(GENERATOR_VERSION).items():
                 counts = ", ".join(f"{n} {split}" for split, n in splits.items())
                 out.print(cell(f"    {dataset}: {counts} clips"))
         return

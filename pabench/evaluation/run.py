@@ -147,7 +147,7 @@ def compute(config: EvaluationConfig, progress: Progress | None = None) -> Evalu
     config = config.resolved()
     device = init_distributed(config.device)
     ctx = BuildContext(benchmark=config.benchmark, preset=config.preset, device=device,
-                       cache_dir=pabench_home() / "models")
+                       cache_dir=pabench_home() / "models", data_version=config.spec.data_version)
     t0 = time.perf_counter()
     seeds = (config.seed,) if config.seed is not None else config.spec.seeds
     sub = (config.submission if isinstance(config.submission, Submission)

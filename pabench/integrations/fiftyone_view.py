@@ -158,7 +158,8 @@ def _load_anonymizer(spec: str, meta: DatasetMeta) -> Submission:
     synth = meta.source.get("generator") == "pa-synth"
     ctx = BuildContext(benchmark="pa-synth" if synth else "real",
                        preset=str(meta.source.get("preset", "auto")) if synth else "auto",
-                       cache_dir=pabench_home() / "models")
+                       cache_dir=pabench_home() / "models",
+                       data_version=int(meta.source.get("generator_version", 1)) if synth else 0)
     return resolve_submission(spec, ctx)
 
 

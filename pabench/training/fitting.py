@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -27,7 +28,7 @@ from pabench.metrics import privacy_scores, top1
 from pabench.models import MODELS, build_model
 from pabench.protocols import Schedule
 from pabench.runtime import is_distributed, rank_world, wrap_ddp
-from pabench.training.augment import _augment, _batches, _chunks, _draw, _to_float
+from pabench.training.augment import _augment, _batches, _chunks, _draw, _gather, _to_float
 from pabench.training.standardize import Standardized, centre_stats, model_input
 
 Task = Literal["multiclass", "multilabel"]
@@ -145,6 +146,8 @@ class Trace:
     val_loss: list[float] = field(default_factory=list)
     val_score: list[float] = field(default_factory=list)
     chosen: bool = True
+    seconds: float | None = None
+    flops: int | None = None
 
     def key_at(self, epoch: int, stop_on: str) -> tuple[float, ...]:
         """What an epoch is kept by, lower being better: its validation loss, its validation
@@ -251,6 +254,9 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
     trace = Trace(seed=spec.seed, lr=lr)
     best_key: tuple[float, ...] = (math.inf,)
     best_state = None
+    started = time.perf_counter()
+    per_sample = _forward_flops(model, spec, videos, kind)
+    val_samples = len(val) * (min(spec.eval_frames, videos.shape[1]) if kind == "frame" else 1)
     for epoch in range(1, sched.max_epochs + 1):
         net.train()
         perm = rng.permutation(np.repeat(train, reps))
@@ -291,4 +297,27 @@ def _attempt(spec: FitSpec, videos: np.ndarray, targets: np.ndarray, lr: float,
             break
     assert best_state is not None
     model.load_state_dict(best_state)
+    trace.seconds = time.perf_counter() - started
+    if per_sample is not None:
+        trace.flops = trace.epochs * per_sample * (3 * len(train) * reps + val_samples)
     return model, trace
+
+
+def _forward_flops(model: nn.Module, spec: FitSpec, videos: np.ndarray,
+                   kind: str) -> int | None:
+    """FLOPs of one training sample's forward pass (a clip, or a frame for a frame model),
+    counted by torch's dispatcher-level counter in eval mode, so no BatchNorm statistic moves;
+    None where the counter fails."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    at = np.zeros(1, np.int64)
+    x = _to_float(_gather(videos, np.array([0]), at, kind, spec.clip_frames), spec.device)
+    model.eval()
+    try:
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(x)
+    except Exception:  # counting must never fail a training run
+        return None
+    finally:
+        model.train()
+    return int(counter.get_total_flops())

@@ -2,6 +2,7 @@
 datasets and builder (`build`)."""
 
 from pabench.data.synth.build import (
+    GENERATOR_VERSION,
     PRESETS,
     PUBLIC_TEST_SEED,
     SYNTH_CARD,
@@ -11,12 +12,13 @@ from pabench.data.synth.build import (
     TestSeed,
     build_synth,
     clip_rng,
+    dataset_spec,
     get_preset,
     render_dataset_clip,
     resolve_preset,
 )
 from pabench.data.synth.scene import (
-    GENERATOR_VERSION,
+    FLAT_VERSION,
     KNOWN_ACTIONS,
     KNOWN_ATTRIBUTES,
     NOVEL_ACTIONS,
@@ -30,9 +32,10 @@ from pabench.data.synth.scene import (
 )
 
 __all__ = [
+    "FLAT_VERSION",
     "GENERATOR_VERSION", "KNOWN_ACTIONS", "KNOWN_ATTRIBUTES", "NOVEL_ACTIONS",
     "NOVEL_ATTRIBUTES", "OBJECTS", "PRESETS", "PUBLIC_TEST_SEED", "SCENES", "SYNTH_CARD",
     "SYNTH_DATASETS", "Preset", "SynthClip", "SynthDatasetSpec", "TestSeed", "build_synth",
-    "clip_rng", "decode_masks", "encode_masks", "get_preset", "render_clip",
+    "clip_rng", "dataset_spec", "decode_masks", "encode_masks", "get_preset", "render_clip",
     "render_dataset_clip", "resolve_preset",
 ]

@@ -8,7 +8,7 @@ import hashlib
 import shutil
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,8 +16,13 @@ import numpy as np
 import pandas as pd
 
 from pabench.data.hub import encode_mp4, write_card, write_meta, write_split
+from pabench.data.synth.articulated import (
+    KNOWN_ACTIONS_V3,
+    NOVEL_ACTIONS_V3,
+    render_articulated,
+)
 from pabench.data.synth.scene import (
-    GENERATOR_VERSION,
+    FLAT_VERSION,
     KNOWN_ACTIONS,
     KNOWN_ATTRIBUTES,
     NOVEL_ACTIONS,
@@ -33,11 +38,22 @@ from pabench.errors import PabenchError, unknown_name
 if TYPE_CHECKING:
     import datasets
 
+GENERATOR_VERSION = 3
+"""The newest generator: v3 renders articulated people (`articulated`), v1-v2 the flat figures
+of `scene`, each version kept so every released protocol's records can be re-made."""
+
 @dataclass(frozen=True)
 class Preset:
+    """Clip size and split sizes; `counts_v3` from generator v3 on (24 known classes, test
+    splits large enough that a fixed transform's 95% top-1 interval is about 4 points wide)."""
+
     frames: int
     size: int
     counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    counts_v3: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def split_counts(self, version: int) -> dict[str, dict[str, int]]:
+        return self.counts_v3 if version >= 3 else self.counts
 
 
 PRESETS: dict[str, Preset] = {
@@ -47,6 +63,12 @@ PRESETS: dict[str, Preset] = {
         "synth-pa": {"test": 200},
         "synth-action-novel": {"train": 360, "test": 120},
         "synth-privacy-novel": {"train": 360, "test": 120},
+    }, {
+        "synth-action": {"train": 960, "test": 2400},
+        "synth-privacy": {"train": 960, "test": 2400},
+        "synth-pa": {"test": 2400},
+        "synth-action-novel": {"train": 480, "test": 1200},
+        "synth-privacy-novel": {"train": 480, "test": 1200},
     }),
     "standard": Preset(16, 64, {
         "synth-action": {"train": 3000, "test": 1000},
@@ -54,6 +76,12 @@ PRESETS: dict[str, Preset] = {
         "synth-pa": {"test": 1000},
         "synth-action-novel": {"train": 1500, "test": 500},
         "synth-privacy-novel": {"train": 1500, "test": 500},
+    }, {
+        "synth-action": {"train": 4800, "test": 3000},
+        "synth-privacy": {"train": 4800, "test": 3000},
+        "synth-pa": {"test": 3000},
+        "synth-action-novel": {"train": 2400, "test": 1500},
+        "synth-privacy-novel": {"train": 2400, "test": 1500},
     }),
 }
 
@@ -97,6 +125,15 @@ SYNTH_DATASETS: dict[str, SynthDatasetSpec] = {
 }
 
 
+def dataset_spec(name: str, version: int = GENERATOR_VERSION) -> SynthDatasetSpec:
+    """A dataset's spec as generator `version` renders it (v3 has its own action classes)."""
+    spec = SYNTH_DATASETS[name]
+    if version < 3:
+        return spec
+    novel = spec.actions == NOVEL_ACTIONS
+    return replace(spec, actions=NOVEL_ACTIONS_V3 if novel else KNOWN_ACTIONS_V3)
+
+
 def clip_rng(seed: int, dataset: str, split: str, index: int) -> np.random.Generator:
     """Per-clip generator so clips can be rendered in any order or process, deterministically."""
     key = sum(ord(c) * (i + 1) for i, c in enumerate(f"{dataset}/{split}"))
@@ -107,9 +144,11 @@ def render_dataset_clip(
     seed: int, dataset: str, split: str, index: int, preset: Preset,
     version: int = GENERATOR_VERSION,
 ) -> SynthClip:
-    spec = SYNTH_DATASETS[dataset]
+    spec = dataset_spec(dataset, version)
     rng = clip_rng(seed, dataset, split, index)
     action = spec.actions[index % len(spec.actions)]  # balanced classes
+    if version > FLAT_VERSION:
+        return render_articulated(rng, action, preset.frames, preset.size)
     return render_clip(rng, action, preset.frames, preset.size, version)
 
 
@@ -197,11 +236,11 @@ def build_synth(
     check_writable(out)
     done: dict[str, Path] = {}
     for name in names:
-        spec = SYNTH_DATASETS[name]
+        spec = dataset_spec(name, version)
         root = out / name
         if root.exists():
             shutil.rmtree(root)
-        counts = p.counts[name]
+        counts = p.split_counts(version)[name]
         tasks = [(test_seed.seed(seed) if split == "test" else seed, name, split, i, preset,
                   version) for split, n in counts.items() for i in range(n)]
         rows: dict[str, list[dict]] = {split: [] for split in counts}
@@ -250,7 +289,7 @@ def _features(spec: SynthDatasetSpec, frames: int) -> datasets.Features:
 
 def _render_and_write(task: tuple) -> tuple[str, dict]:
     root, seed, name, split, index, preset, version = task
-    spec = SYNTH_DATASETS[name]
+    spec = dataset_spec(name, version)
     clip = render_dataset_clip(seed, name, split, index, PRESETS[preset], version)
     vid = f"{name}-{split}-{index:05d}"
     rel = f"videos/{split}/{vid}.mp4"

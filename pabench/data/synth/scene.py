@@ -121,15 +121,17 @@ def _tri(u: np.ndarray) -> np.ndarray:
     return 2 * np.abs(u - np.floor(u + 0.5))
 
 
-GENERATOR_VERSION = 2
-"""v2 places the second person independently of the first; in v1 it stood at a fixed offset
-from the first's mean position, so the gap between them was constant for every action without
-horizontal travel and one frame told walking from the rest."""
+FLAT_VERSION = 2
+"""The last generator version this module renders (v3 on: `articulated`). v2 places the second
+person independently of the first; in v1 it stood at a fixed offset from the first's mean
+position, so the gap between them was constant for every action without horizontal travel and
+one frame told walking from the rest."""
 
 
 def render_clip(rng: np.random.Generator, action: str, frames: int, size: int,
-                version: int = GENERATOR_VERSION) -> SynthClip:
-    """Sample appearance and motion for one clip and render it (`version`: the generator's)."""
+                version: int = FLAT_VERSION) -> SynthClip:
+    """Sample appearance and motion for one clip and render it (`version`: the generator's,
+    1 or 2)."""
     t = np.linspace(0.0, 1.0, frames, dtype=np.float32)[:, None, None]
     px = 1.0 / size
     coords = (np.arange(size, dtype=np.float32) + 0.5) / size

@@ -1,0 +1,450 @@
+"""pa-synth generator v3: articulated people whose actions live in limbs, hands and held objects.
+
+An action is a trajectory of joint angles (shoulder, elbow, hip, knee) and, for the hand-object
+actions, of the object the hand holds; every limb the action does not use holds a random pose with
+a slow wobble, so a raised arm in one frame says nothing and the action is in how limbs move.
+Gross motion (where the person stands, drifting, the camera panning and shaking) is drawn
+independently of the action, as are the private attributes, which sit on the moving body: skin on
+the forearms, hands and face, a tattoo on the forearm, clothing, hair, a second person. Arms are
+about two pixels thick at 32 px, so downsampling and blur remove what tells actions apart, as in
+real video. Shapes are signed distances with one-pixel anti-aliasing (`scene`'s primitives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from pabench.data.synth.scene import (
+    _CLOTHES,
+    _HAIR,
+    _SKIN,
+    _TATTOO,
+    OBJECTS,
+    SCENES,
+    SynthClip,
+    _aa,
+    _box,
+    _capsule,
+    _circle,
+    _paint,
+)
+
+Angles = dict[str, np.ndarray]  # joint -> absolute limb angle per frame, radians
+# Limb angles are absolute and mirrored per side: 0 hangs straight down, pi/2 points away from
+# the body horizontally, pi straight up, negative values point across the body.
+_LIMBS = ("arm_r", "fore_r", "arm_l", "fore_l", "thigh_r", "shin_r", "thigh_l", "shin_l")
+
+
+def _f(u: np.ndarray, cycles: float = 1.0) -> np.ndarray:
+    """0 -> 1 -> 0 over each cycle, smooth."""
+    return 0.5 - 0.5 * np.cos(2 * np.pi * cycles * u)
+
+
+def _s(u: np.ndarray, cycles: float = 1.0) -> np.ndarray:
+    return np.sin(2 * np.pi * cycles * u)
+
+
+def _one_arm(side: str, upper: np.ndarray, fore: np.ndarray) -> Angles:
+    return {f"arm_{side}": upper, f"fore_{side}": fore}
+
+
+def _both_arms(upper: np.ndarray, fore: np.ndarray) -> Angles:
+    return {**_one_arm("r", upper, fore), **_one_arm("l", upper, fore)}
+
+
+def _wave(u, r):
+    return 2.6 + 0.1 * _s(u), 2.6 + 0.6 * _s(u, 2)
+
+
+def _raise(u, r):
+    up = np.clip(r, 0, 1)
+    return 0.2 + 2.5 * up, 0.1 + 2.5 * up
+
+
+def _punch(u, r):
+    a = 1.5 + 0.1 * _s(u)
+    return a, a - 1.7 * (1 - _f(u, 1.5))
+
+
+def _to_face(u, r):
+    f = _f(u)
+    return 0.35 - 0.25 * f, 0.2 - 2.9 * f
+
+
+def _circle_arm(u, r):
+    a = 2 * np.pi * u
+    return a, a
+
+
+def _kick(u, r):
+    f = _f(u) ** 2
+    return {"thigh": 0.1 + 1.2 * f, "shin": 0.05 + 1.0 * f}
+
+
+def _sided(fn: Callable, side: str, legs: bool = False) -> Callable[..., Angles]:
+    def angles(u, r):
+        out = fn(u, r)
+        if legs:
+            return {f"thigh_{side}": out["thigh"], f"shin_{side}": out["shin"]}
+        return _one_arm(side, *out)
+    return angles
+
+
+def _march(u, r):
+    up_r, up_l = np.maximum(_s(u), 0), np.maximum(-_s(u), 0)
+    return {"thigh_r": 1.1 * up_r, "shin_r": 0.05 + 0 * u, "thigh_l": 1.1 * up_l,
+            "shin_l": 0.05 + 0 * u}
+
+
+def _squat(u, r):
+    f = _f(u)
+    legs = {"thigh_r": 0.9 * f, "shin_r": -0.4 * f, "thigh_l": 0.9 * f, "shin_l": -0.4 * f}
+    return {**legs, **_both_arms(0.3 + 1.1 * f, 0.3 + 1.1 * f), "drop": 0.14 * f}
+
+
+def _lunge(u, r):
+    f = _f(u)
+    return {"thigh_r": 0.1 + 0.9 * f, "shin_r": 0.1 + 0 * f, "thigh_l": 0.1 + 0.3 * f,
+            "shin_l": -0.2 * f, "drop": 0.08 * f}
+
+
+def _clap(u, r):
+    f = _f(u, 2)
+    return _both_arms(0.5 + 0 * u, -0.9 - 0.7 * f)
+
+
+def _jacks(u, r):
+    f = _f(u)
+    return _both_arms(0.3 + 2.5 * f, 0.3 + 2.5 * f)
+
+
+def _flap(u, r):
+    a = 1.6 + 0.5 * _s(u, 2)
+    return _both_arms(a, a + 0.3 * _s(u, 2))
+
+
+def _hug(u, r):
+    f = _f(u)
+    return _both_arms(0.4 + 0.3 * f, -0.3 - 1.3 * f)
+
+
+def _head(u, r):
+    f = _f(u)
+    a = 0.3 + 2.0 * f
+    return _both_arms(a, a + 1.6 * f)
+
+
+def _throw(u, r):
+    # wind up overhead, swing down and forward; the ball leaves the hand at 60% of the swing
+    a = 2.6 - 2.0 * np.clip(r, 0, 1)
+    return {**_one_arm("r", a, a - 0.3), "object": ("ball", "release", 0.6)}
+
+
+def _catch(u, r):
+    a = 0.3 + 1.1 * np.clip(r, 0, 1)
+    return {**_one_arm("r", a, a + 0.2), "object": ("ball", "arrive", 0.7)}
+
+
+def _bounce(u, r):
+    return {**_one_arm("r", 0.6 + 0 * u, 0.3 + 0.4 * _f(u, 2)), "object": ("ball", "bounce", 2)}
+
+
+def _swing(u, r):
+    a = 1.5 + 1.2 * _s(u)
+    return {**_one_arm("r", a, a), "object": ("stick", "held", 0)}
+
+
+def _shrug(u, r):
+    return {**_both_arms(0.3 + 0 * u, -0.4 + 0 * u), "shoulders": 0.05 * _f(u, 2)}
+
+
+def _salute(u, r):
+    f = np.clip(2 * r, 0, 1)
+    return 0.3 + 1.9 * f, 0.3 + 3.3 * f
+
+
+def _scratch(u, r):
+    return 2.3 + 0 * u, 3.7 + 0.35 * _s(u, 3)
+
+
+def _boxing(u, r):
+    right, left = 1 - _f(u), _f(u)
+    return {**_one_arm("r", 1.5 + 0 * u, -0.2 + 1.7 * right),
+            **_one_arm("l", 1.5 + 0 * u, -0.2 + 1.7 * left)}
+
+
+def _row(u, r):
+    f = _f(u)
+    return _both_arms(1.3 + 0 * u, 1.3 - 1.5 * f)
+
+
+def _swing_arms(u, r):
+    return {**_one_arm("r", 0.7 * _s(u), 0.7 * _s(u)), **_one_arm("l", -0.7 * _s(u), -0.7 * _s(u))}
+
+
+def _knee_up(u, r):
+    f = np.clip(2 * r, 0, 1)
+    return {"thigh": 1.2 * f, "shin": 0.05 + 0 * f}
+
+
+def _pick_up(u, r):
+    f = _f(u)
+    legs = {"thigh_r": 0.9 * f, "shin_r": -0.4 * f, "thigh_l": 0.9 * f, "shin_l": -0.4 * f}
+    return {**legs, **_one_arm("r", 0.2 - 0.1 * f, 0.2 - 0.6 * f), "drop": 0.18 * f}
+
+
+def _rub(u, r):
+    return _both_arms(0.4 + 0 * u, -1.3 + 0.25 * _s(u, 3))
+
+
+# action -> its limbs' angles as a function of the phase u (cycles) and the ramp r (0 -> 1 once)
+_ACTIONS: dict[str, Callable[..., Angles]] = {
+    "wave_r": _sided(_wave, "r"), "wave_l": _sided(_wave, "l"),
+    "raise_r": _sided(_raise, "r"), "raise_l": _sided(_raise, "l"),
+    "punch_r": _sided(_punch, "r"), "punch_l": _sided(_punch, "l"),
+    "hand_to_face_r": _sided(_to_face, "r"),
+    "hand_to_face_l": _sided(_to_face, "l"),
+    "circle_arm_r": _sided(_circle_arm, "r"),
+    "circle_arm_l": _sided(_circle_arm, "l"),
+    "clap": _clap, "jumping_jack_arms": _jacks, "flap": _flap,
+    "hug": _hug, "hands_on_head": _head,
+    "kick_r": _sided(_kick, "r", legs=True),
+    "kick_l": _sided(_kick, "l", legs=True),
+    "march": _march, "squat": _squat, "lunge": _lunge,
+    "throw": _throw, "catch": _catch, "bounce_ball": _bounce,
+    "swing_stick": _swing,
+    # novel actions: never seen in the known datasets
+    "shrug": _shrug, "salute_r": _sided(_salute, "r"),
+    "salute_l": _sided(_salute, "l"), "scratch_head_r": _sided(_scratch, "r"),
+    "scratch_head_l": _sided(_scratch, "l"), "box": _boxing, "row": _row,
+    "swing_arms": _swing_arms,
+    "knee_up_r": _sided(_knee_up, "r", legs=True),
+    "knee_up_l": _sided(_knee_up, "l", legs=True),
+    "pick_up": _pick_up, "rub_hands": _rub,
+}
+KNOWN_ACTIONS_V3 = tuple(list(_ACTIONS)[:24])
+NOVEL_ACTIONS_V3 = tuple(list(_ACTIONS)[24:])
+
+
+def _idle(rng: np.random.Generator, limb: str, t: np.ndarray) -> np.ndarray:
+    """A limb the action does not use: a random pose held with a slow wobble."""
+    wobble = 0.08 * np.sin(2 * np.pi * (rng.uniform(0.2, 0.6) * t + rng.uniform()))
+    if limb.startswith("arm"):
+        return rng.uniform(-0.3, 2.8) + wobble
+    if limb.startswith("fore"):
+        return rng.uniform(-1.2, 0.6) + wobble  # relative to the upper arm, added below
+    if limb.startswith("thigh"):
+        return rng.uniform(0.0, 0.35) + wobble
+    return rng.uniform(-0.2, 0.2) + wobble
+
+
+def _pose(rng: np.random.Generator, action: str | None, t: np.ndarray) -> tuple[Angles, dict]:
+    """Every limb's angle per frame, plus extras (body drop, shoulder lift, held object)."""
+    angles: Angles = {}
+    extra: dict = {"drop": 0 * t, "shoulders": 0 * t, "object": None}
+    if action is not None:
+        fn = _ACTIONS[action]
+        phase, speed = rng.uniform(), rng.uniform(0.8, 1.2)
+        start = rng.uniform(-0.2, 0.2)
+        u, r = phase + speed * t, (t - start) * rng.uniform(0.9, 1.3)
+        gain = rng.uniform(0.85, 1.15)
+        for k, v in fn(u, r).items():
+            if k in extra:
+                extra[k] = v if k == "object" else v * gain
+            else:
+                rest = {"arm": 0.25, "fore": 0.15, "thigh": 0.08, "shin": 0.05}[k.split("_")[0]]
+                angles[k] = rest + (np.asarray(v) - rest) * gain
+    for limb in _LIMBS:
+        if limb not in angles:
+            angles[limb] = _idle(rng, limb, t)
+            if limb.startswith("fore"):
+                angles[limb] = angles[limb] + angles["arm" + limb[4:]]
+    return angles, extra
+
+
+def _joint(x0, y0, length, angle, side):
+    return x0 + side * length * np.sin(angle), y0 + length * np.cos(angle)
+
+
+def _background(rng: np.random.Generator, scene: int, landmark: int, x, y, px) -> np.ndarray:
+    """Textured background over frame coordinates x, y [T, H, W] (the camera moves them)."""
+    img = np.empty((*x.shape, 3), np.float32)
+    if scene == 0:  # indoor: wallpaper stripes over a floor
+        img[:] = np.array([0.70, 0.62, 0.50]) + 0.06 * (
+            0.5 + 0.5 * np.sin(2 * np.pi * (y * rng.uniform(6, 9) + rng.uniform())))[..., None]
+        _paint(img, _aa(0.75 - y, px), np.array([0.45, 0.32, 0.22]))
+    elif scene == 1:  # street: blocks of buildings with windows
+        blocks = np.floor(x * rng.uniform(3, 5) + rng.uniform()) % 2
+        img[:] = np.array([0.55, 0.57, 0.60]) + 0.08 * blocks[..., None]
+        win = (np.sin(2 * np.pi * x * 10) > 0.6) & (np.sin(2 * np.pi * y * 8) > 0.6) & (y < 0.7)
+        img[win] = np.array([0.35, 0.40, 0.50])
+        _paint(img, _aa(0.78 - y, px), np.array([0.30, 0.30, 0.32]))
+    elif scene == 2:  # forest: trunks on green
+        img[:] = np.array([0.25, 0.55, 0.25])
+        img[np.sin(2 * np.pi * (x * rng.uniform(5, 8) + rng.uniform())) > 0.75] = (0.40, 0.28,
+                                                                                    0.15)
+        _paint(img, _aa(0.80 - y, px), np.array([0.20, 0.40, 0.15]))
+    else:  # beach: sky over sand with a wavy shoreline
+        img[:] = np.array([0.55, 0.75, 0.95])
+        shore = 0.62 + 0.03 * np.sin(2 * np.pi * (x * 3 + rng.uniform()))
+        _paint(img, _aa(shore - y, px), np.array([0.92, 0.85, 0.62]))
+    img += rng.uniform(-0.05, 0.05, 3).astype(np.float32)
+    if landmark:
+        tx = rng.uniform(0.1, 0.9)
+        tower = np.minimum(_box(x, y, tx, 0.32, 0.035, 0.22), _circle(x, y, tx, 0.08, 0.05))
+        _paint(img, _aa(tower, px), np.array([0.15, 0.12, 0.20]))
+    for _ in range(int(rng.integers(2, 5))):  # clutter: static furniture-like shapes
+        cx, cy, hx, hy = rng.uniform(0, 1), rng.uniform(0.3, 0.9), *rng.uniform(0.03, 0.1, 2)
+        _paint(img, _aa(_box(x, y, cx, cy, hx, hy), px), rng.uniform(0.1, 0.9, 3))
+    return img
+
+
+def render_articulated(rng: np.random.Generator, action: str, frames: int,
+                       size: int) -> SynthClip:
+    """Sample a scene, a person doing `action` and the attributes, and render the clip."""
+    t = np.linspace(0.0, 1.0, frames, dtype=np.float32)
+    px = 1.0 / size
+    coords = (np.arange(size, dtype=np.float32) + 0.5) / size
+    tt = t[:, None, None]
+    # the camera pans and shakes: every position below is in scene coordinates
+    pan = rng.uniform(-0.12, 0.12, 2) * np.array([1.0, 0.35])
+    shake = rng.normal(0, 0.004, (frames, 2))
+    ox = (pan[0] * (t - 0.5) + shake[:, 0])[:, None, None]
+    oy = (pan[1] * (t - 0.5) + shake[:, 1])[:, None, None]
+    x = coords[None, None, :] + ox + 0 * coords[None, :, None]
+    y = coords[None, :, None] + oy + 0 * coords[None, None, :]
+
+    from pabench.data.synth.scene import KNOWN_ATTRIBUTES, NOVEL_ATTRIBUTES
+
+    attrs = {a: int(rng.integers(0, 2)) for a in KNOWN_ATTRIBUTES + NOVEL_ATTRIBUTES}
+    scene, obj = int(rng.integers(len(SCENES))), int(rng.integers(len(OBJECTS)))
+    img = _background(rng, scene, attrs["landmark"], x, y, px)
+
+    skin = _SKIN[attrs["skin_color"]] + rng.uniform(-0.03, 0.03, 3).astype(np.float32)
+    hair = _HAIR[attrs["hair_color"]] + rng.uniform(-0.04, 0.04, 3).astype(np.float32)
+    shirt = _CLOTHES[rng.integers(len(_CLOTHES))]
+    trousers = _CLOTHES[rng.integers(len(_CLOTHES))] * 0.7
+    face_frames = np.zeros(frames, np.uint8)
+    if attrs["face"]:
+        span = int(rng.integers((frames + 1) // 2, frames + 1))
+        start = int(rng.integers(0, frames - span + 1))
+        face_frames[start : start + span] = 1
+    person = np.zeros(x.shape, np.float32)
+    face = np.zeros_like(person)
+
+    def figure(cx, fy, s, wf, angles, extra, with_face, long_hair, colors, held):
+        torso_c, arm_c, leg_c, skin_c, hair_c = colors
+        fy = fy + extra["drop"] * s
+        hip_y, neck_y = fy - 0.46 * s, fy - 0.80 * s - extra["shoulders"] * s
+        head_y, head_r = fy - 0.90 * s, 0.085 * s
+        shapes, hands = [], {}
+        if long_hair:
+            shapes.append((_box(x, y, cx, head_y + 0.08 * s, 0.11 * s, 0.11 * s), hair_c))
+        for side, sgn in (("r", 1.0), ("l", -1.0)):
+            hx = cx + sgn * 0.045 * s * wf
+            kx, ky = _joint(hx, hip_y, 0.24 * s, angles[f"thigh_{side}"][:, None, None], sgn)
+            ax_, ay_ = _joint(kx, ky, 0.22 * s, angles[f"shin_{side}"][:, None, None], sgn)
+            shapes.append((_capsule(x, y, hx, hip_y, kx, ky, 0.04 * s), leg_c))
+            shapes.append((_capsule(x, y, kx, ky, ax_, ay_, 0.036 * s), leg_c))
+        shapes.append((_box(x, y, cx, (hip_y + neck_y) / 2, 0.075 * s * wf,
+                            (hip_y - neck_y) / 2 + 0.02 * s), torso_c))
+        for side, sgn in (("r", 1.0), ("l", -1.0)):
+            sx, sy = cx + sgn * 0.085 * s * wf, neck_y + 0.02 * s
+            ex, ey = _joint(sx, sy, 0.17 * s, angles[f"arm_{side}"][:, None, None], sgn)
+            wx, wy = _joint(ex, ey, 0.16 * s, angles[f"fore_{side}"][:, None, None], sgn)
+            shapes.append((_capsule(x, y, sx, sy, ex, ey, 0.034 * s), arm_c))
+            shapes.append((_capsule(x, y, ex, ey, wx, wy, 0.03 * s), skin_c))
+            shapes.append((_circle(x, y, wx, wy, 0.04 * s), skin_c))
+            hands[side] = (ex, ey, wx, wy)
+        head = _circle(x, y, cx, head_y, head_r)
+        shapes.append((head, skin_c))
+        cap = np.maximum(_circle(x, y, cx, head_y, head_r * 1.08), y - (head_y - 0.03 * s))
+        shapes.append((cap, hair_c))
+        # face seen (a horizontal eye band) or the back of the head (a vertical parting): equal
+        # dark area, so only the pattern tells them apart
+        eyes = _box(x, y, cx, head_y + 0.01 * s, 0.06 * s, 0.025 * s)
+        back = _box(x, y, cx, head_y + 0.01 * s, 0.025 * s, 0.06 * s)
+        shapes.append((np.where(with_face, eyes, back), np.array([0.08, 0.06, 0.06])))
+        shapes.extend(held(hands, s, fy))
+        cover = np.zeros(x.shape, np.float32)
+        for d, color in shapes:
+            a = _aa(d, px).astype(np.float32)
+            _paint(img, a, np.asarray(color, np.float32))
+            np.maximum(cover, a, out=cover)
+        return cover, _aa(head - 0.01 * s, px)
+
+    no_extra = {"drop": 0 * tt, "shoulders": 0 * tt}
+    if attrs["relationship"]:  # a second person, placed independently, idling
+        other = _CLOTHES[rng.integers(len(_CLOTHES))]
+        angles2, _ = _pose(rng, None, t)
+        p2, f2 = figure(rng.uniform(0.12, 0.88), rng.uniform(0.86, 0.92), 0.68, 1.0, angles2,
+                        no_extra, False, False, (other, other, other * 0.6, _SKIN[0], _HAIR[0]),
+                        lambda *a: [])
+        person, face = np.maximum(person, p2), np.maximum(face, f2)
+
+    s = (0.82 if attrs["age"] == 0 else 0.64) * rng.uniform(0.95, 1.05)
+    wf = (1.0 if attrs["weight"] == 0 else 1.45) * rng.uniform(0.92, 1.08)
+    cx = rng.uniform(0.3, 0.7) + rng.uniform(-0.06, 0.06) * tt
+    fy = rng.uniform(0.90, 0.96) + 0 * tt
+    angles, extra = _pose(rng, action, t)
+    extra = {k: (v[:, None, None] if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
+    # the object in hand: the action's own, or (the `object` label) one held idle in either hand,
+    # so that holding something tells nothing about the action
+    held_kind = extra["object"]
+    if held_kind is None and obj:
+        held_kind = (OBJECTS[obj], "idle", str(rng.choice(["r", "l"])))
+    ball_color = rng.uniform(0.2, 1.0, 3).astype(np.float32)
+    bounce_phase = rng.uniform()
+    release = min(frames - 1, int(np.searchsorted(t, 0.6)))
+
+    def held(hands, s, fy):
+        out = []
+        if attrs["tattoo"]:  # on the right forearm, so it moves with the arm
+            ex, ey, wx, wy = hands["r"]
+            mx, my = (ex + wx) / 2, (ey + wy) / 2
+            out.append((np.abs(x - mx) + np.abs(y - my) - 0.03 * s, _TATTOO))
+        if held_kind is None:
+            return out
+        kind, mode, arg = held_kind
+        ex, ey, wx, wy = hands[arg if mode == "idle" else "r"]
+        if kind == "stick":
+            dx, dy = wx - ex, wy - ey
+            norm = np.sqrt(dx * dx + dy * dy) + 1e-6
+            tip_x, tip_y = wx + 0.26 * s * dx / norm, wy + 0.26 * s * dy / norm
+            out.append((_capsule(x, y, wx, wy, tip_x, tip_y, 0.02 * s), (0.35, 0.22, 0.10)))
+            return out
+        if kind == "box":
+            out.append((_box(x, y, wx, wy, 0.045 * s, 0.045 * s), (0.6, 0.4, 0.2)))
+            return out
+        bx, by = wx, wy
+        if mode == "release":  # thrown: leaves the hand and flies on
+            gone = np.clip(tt - t[release], 0, None)
+            bx = np.where(tt > t[release], wx[release] + 1.1 * gone, wx)
+            by = np.where(tt > t[release], wy[release] - 0.5 * gone + 1.5 * gone ** 2, wy)
+        elif mode == "arrive":  # caught: flies in and stops in the hand
+            early = np.clip(arg - tt, 0, None)
+            bx, by = wx + 1.1 * early, wy - 0.4 * early
+        elif mode == "bounce":  # dribbled: down to the floor and back
+            up = 2 * np.abs(((tt * arg + bounce_phase) % 1.0) - 0.5)
+            by = wy + (fy - wy) * (1 - up)
+        out.append((_circle(x, y, bx, by, 0.05 * s), ball_color))
+        return out
+
+    colors = (skin if attrs["nudity"] else shirt, skin if attrs["nudity"] else shirt,
+              skin if attrs["nudity"] else trousers, skin, hair)
+    visible = face_frames[:, None, None].astype(bool)
+    p1, f1 = figure(cx, fy, s, wf, angles, extra, visible, attrs["gender"], colors, held)
+    person, face = np.maximum(person, p1), np.maximum(face, f1)
+    if rng.uniform() < 0.5:  # a passing ball, unrelated to the action
+        sx, sy, vx, vy = rng.uniform(0, 1), rng.uniform(0.2, 0.8), *rng.uniform(-0.5, 0.5, 2)
+        _paint(img, _aa(_circle(x, y, sx + vx * tt, sy + vy * tt, 0.035), px),
+               rng.uniform(0.2, 1.0, 3).astype(np.float32))
+    img += rng.normal(0, 0.02, img.shape).astype(np.float32)  # sensor noise, fresh each frame
+    video = (np.clip(img, 0, 1) * 255 + 0.5).astype(np.uint8)
+    return SynthClip(
+        video=video, person_mask=(person > 0.5).astype(np.uint8),
+        face_mask=(face > 0.5).astype(np.uint8), action=action, attributes=attrs,
+        face_frames=face_frames, scene=SCENES[scene], object=OBJECTS[obj],
+    )
