@@ -37,10 +37,11 @@ def list_protocols(
         print_json([{"id": p.id, "version": p.version, "status": status,
                      "benchmark": p.benchmark, "title": p.title, "target": p.target,
                      "attackers": list(p.attackers), "standardize": p.standardize,
-                     "role": p.role, "reproduces": p.reproduces and p.reproduces.model_dump()}
+                     "generation": p.generation, "role": p.role, "reproduces": p.reproduces and p.reproduces.model_dump()}
                     for p, status in rows])
         return
-    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs")
+    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs",
+                  "generation")
     papers = Table("id", "version", "paper", "table", "setting", "approximations",
                    title="paper reproductions (never ranked)")
     for p, status in rows:
@@ -52,7 +53,7 @@ def list_protocols(
             continue
         table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
                       cell(p.target), cell(", ".join(p.attackers)),
-                      "centred" if p.standardize else "as is")
+                      "centred" if p.standardize else "as is", str(p.generation))
     print_table(table)
     if papers.row_count:
         print_table(papers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pabench.protocols.catalog import CATALOG, history
+from pabench.protocols.generation import CURRENT_GENERATION, GENERATIONS
 from pabench.protocols.spec import ClipSpec, ProtocolSpec, Schedule
 
 DOCS_COMMAND = "pabench protocols docs --out docs/protocols.md"
@@ -32,6 +33,13 @@ def _clip_text(c: ClipSpec) -> str:
     return f"{shape}; {c.test_clips} equidistant clips per test video, softmax-averaged"
 
 
+def generation_text(number: int) -> str:
+    """A generation and the pa-synth version whose rules it holds."""
+    g = GENERATIONS[number - 1]
+    current = " (current)" if number == CURRENT_GENERATION else ""
+    return f"{number}{current}: the validity rules of pa-synth {g.since}"
+
+
 _ROLES = {"ranked": "ranked", "diagnostic": "diagnostic, shown apart from the ranking",
           "reproduction": "reproduction of a paper's setting, never ranked"}
 
@@ -55,6 +63,7 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
         ("benchmark", f"pa-synth, generator v{p.data_version} videos"
          if p.benchmark == "pa-synth" else p.benchmark),
         ("role", _ROLES[p.role]),
+        ("generation", generation_text(p.generation)),
         ("action train -> test", f"{p.action_train} -> {p.action_test}"),
         ("privacy train -> test", f"{p.privacy_train} -> {p.privacy_test}"),
         ("novel", novel),
@@ -94,4 +103,5 @@ def render_docs() -> str:
     own = [p for p in protocols if p["spec"].role != "reproduction"]
     reproductions = [p for p in protocols if p["spec"].role == "reproduction"]
     return env.get_template("protocols.md.j2").render(
-        protocols=own, reproductions=reproductions, command=DOCS_COMMAND)
+        protocols=own, reproductions=reproductions, command=DOCS_COMMAND,
+        generations=GENERATIONS, current=CURRENT_GENERATION)
