@@ -11,7 +11,8 @@ from rich.table import Table
 from pabench.cli.console import cell, err, out, print_json, print_table
 from pabench.cli.usage import checking_arguments
 from pabench.protocols import CATALOG, get_protocol, history
-from pabench.protocols.describe import render_docs, spec_rows
+from pabench.errors import unknown_name
+from pabench.protocols.describe import render_docs, render_real_data, spec_rows
 
 app = typer.Typer(help="Inspect the versioned protocols.", no_args_is_help=True)
 
@@ -91,10 +92,17 @@ def show_protocol(
 def write_docs(
     out_path: Path | None = typer.Option(None, "--out", help="Write the page here (default: "
                                          "print it), e.g. docs/protocols.md"),
+    page: str = typer.Option("protocols", help="protocols (docs/protocols.md) or real-data "
+                             "(docs/real-data.md)"),
 ) -> None:
-    """The protocols page (docs/protocols.md): every protocol's current spec, its versions and
-    why each changed, generated from the catalog."""
-    text = render_docs()
+    """A page generated from the catalog: `protocols`, every protocol's current spec, its
+    versions and why each changed; `real-data`, how to obtain and build each real dataset and
+    run each real protocol."""
+    pages = {"protocols": render_docs, "real-data": render_real_data}
+    with checking_arguments():
+        if page not in pages:
+            raise unknown_name("page", page, pages)
+    text = pages[page]()
     if out_path is None:
         print(text, end="")
         return

@@ -10,6 +10,7 @@ from pabench.protocols.generation import CURRENT_GENERATION, GENERATIONS
 from pabench.protocols.spec import ClipSpec, ProtocolSpec, Schedule
 
 DOCS_COMMAND = "pabench protocols docs --out docs/protocols.md"
+REAL_DATA_COMMAND = "pabench protocols docs --page real-data --out docs/real-data.md"
 
 _KEEP = {"score": "highest validation score", "loss": "lowest validation loss",
          "score-last": "highest validation score (of equal ones the latest)"}
@@ -91,11 +92,15 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
     ]
 
 
+def _environment() -> Environment:
+    return Environment(loader=PackageLoader("pabench.protocols", "templates"),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       keep_trailing_newline=True)
+
+
 def render_docs() -> str:
     """docs/protocols.md: every protocol's current spec, its versions and why each changed."""
-    env = Environment(loader=PackageLoader("pabench.protocols", "templates"),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True)
+    env = _environment()
     protocols = [
         {"spec": versions.DEFAULT.spec, "summary": " ".join((versions.__doc__ or "").split()),
          "rows": spec_rows(versions.DEFAULT.spec), "history": history(pid)[::-1]}
@@ -105,3 +110,26 @@ def render_docs() -> str:
     return env.get_template("protocols.md.j2").render(
         protocols=own, reproductions=reproductions, command=DOCS_COMMAND,
         generations=GENERATIONS, current=CURRENT_GENERATION)
+
+
+def _build_command(name: str, options: dict[str, object]) -> str:
+    extra = "".join(f" [--option {k}={v}]" for k, v in options.items())
+    return f"pabench datasets build {name} --source DIR{extra}"
+
+
+def render_real_data() -> str:
+    """docs/real-data.md: its tables of real datasets (where to obtain each, how to build it,
+    its size) and of real protocols (their datasets, the command, their generation) come from
+    the dataset registry and the catalog; the prose around them is the template's."""
+    from pabench.data.registry import DATASETS  # the builders register on first lookup
+
+    datasets = [{"name": n, "spec": d, "build": _build_command(n, d.options)}
+                for n, d in DATASETS.items() if not d.synthetic]
+    protocols = [
+        {"spec": p, "datasets": list(dict.fromkeys(
+            r.dataset for r in (p.action_train, p.action_test, p.privacy_train, p.privacy_test))),
+         "command": f"pabench evaluate SUBMISSION --benchmark real --protocol {p.id}"}
+        for p in (v.DEFAULT.spec for v in CATALOG.values()) if p.benchmark == "real"]
+    return _environment().get_template("real-data.md.j2").render(
+        datasets=datasets, protocols=protocols, command=REAL_DATA_COMMAND,
+        current=CURRENT_GENERATION)
