@@ -19,7 +19,6 @@ from pabench.errors import PabenchError
 from pabench.evaluation.config import expand
 from pabench.evaluation.score import _joint_ci
 from pabench.metrics import cmap_fixed, privacy_scores, scorable
-from pabench.protocols.generation import CURRENT_GENERATION, GENERATIONS
 from pabench.protocols import (
     CATALOG,
     LEGACY,
@@ -30,6 +29,7 @@ from pabench.protocols import (
     history,
     protocols_for,
 )
+from pabench.protocols.generation import CURRENT_GENERATION, GENERATIONS
 from pabench.submission import from_module
 from pabench.training import FitSpec, fit
 

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from pabench.cli.console import cell, err, out, print_json, print_table
 from pabench.cli.usage import checking_arguments
-from pabench.protocols import CATALOG, get_protocol, history
 from pabench.errors import unknown_name
+from pabench.protocols import CATALOG, get_protocol, history
 from pabench.protocols.describe import render_docs, render_real_data, spec_rows
 
 app = typer.Typer(help="Inspect the versioned protocols.", no_args_is_help=True)
@@ -38,7 +38,8 @@ def list_protocols(
         print_json([{"id": p.id, "version": p.version, "status": status,
                      "benchmark": p.benchmark, "title": p.title, "target": p.target,
                      "attackers": list(p.attackers), "standardize": p.standardize,
-                     "generation": p.generation, "role": p.role, "reproduces": p.reproduces and p.reproduces.model_dump()}
+                     "generation": p.generation, "role": p.role,
+                     "reproduces": p.reproduces and p.reproduces.model_dump()}
                     for p, status in rows])
         return
     table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs",

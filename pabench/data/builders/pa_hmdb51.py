@@ -32,8 +32,8 @@ from pabench.data.builders.common import (
 )
 from pabench.data.builders.hmdb51 import (
     HMDB51_CITATION,
-    HMDB51_OBTAIN,
     HMDB51_CLASSES,
+    HMDB51_OBTAIN,
     VIDEO_DIR,
     Key,
     action_feature,
