@@ -18,12 +18,15 @@ from pabench.data.synth import build_synth
 from pabench.errors import PabenchError
 from pabench.evaluation.config import expand
 from pabench.evaluation.score import _joint_ci
-from pabench.metrics import cmap_fixed, privacy_scores, scorable
+from pabench.metrics import base_rate_cmap, cmap_fixed, privacy_scores, scorable
+from pabench.models import MODELS, build_model
 from pabench.protocols import (
     CATALOG,
     LEGACY,
     NEXT,
     PROTOCOLS,
+    ClipSpec,
+    DataRef,
     Schedule,
     get_protocol,
     history,
@@ -317,3 +320,26 @@ def test_frame_windows_are_labelled_by_the_frames_they_hold():
         clips.frame_windows(3)
     with pytest.raises(PabenchError, match="has no per-frame labels"):
         dataclasses.replace(clips, frame_attributes=None).frame_windows(2)
+
+
+def test_privacy_on_frame_labels_scores_each_window(synth_tiny):
+    """A privacy test set with `frame_labels` is scored window by window: synth-pa's 8-frame
+    videos as two 4-frame windows each, every attacker prediction one per window."""
+    from pabench.data.clipset import load_clipset
+
+    framed = DataRef(dataset="synth-pa", split="test", frame_labels=True)
+    spec = quick_protocol("test-frames", base="known", privacy_test=framed,
+                          clip=ClipSpec(frames=4))
+    record = evaluate("baseline:identity", spec, preset="tiny", data_dir=synth_tiny, workers=1)
+    videos = load_clipset(synth_tiny / "synth-pa", "test")
+    windows = videos.frame_windows(4)
+    assert len(windows) == 2 * len(videos)
+    by_window = base_rate_cmap(windows.attributes[:, scorable(windows.attributes)])
+    by_video = base_rate_cmap(videos.attributes[:, scorable(videos.attributes)])
+    assert record.metrics.base_cmap == pytest.approx(by_window) != pytest.approx(by_video)
+    for model in ("resnet18-framestd", "linear-probe"):  # version 3's attackers at 112 px
+        spec_m = MODELS.get(model)
+        out = build_model(model, 5, 112)(torch.rand(2, 3, *(4,) * (spec_m.kind == "video"),
+                                                    112, 112))
+        assert out.shape == (2, 5)
+    assert MODELS.get("resnet18-framestd").frame_standardized
