@@ -64,7 +64,8 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
         ("benchmark", f"pa-synth, generator v{p.data_version} videos"
          if p.benchmark == "pa-synth" else p.benchmark),
         ("role", _ROLES[p.role]),
-        ("generation", generation_text(p.generation)),
+        ("generation", "none: a reproduction follows its paper" if p.role == "reproduction"
+         else generation_text(p.generation)),
         ("action train -> test", f"{p.action_train} -> {p.action_test}"),
         ("privacy train -> test", f"{p.privacy_train} -> {p.privacy_test}"),
         ("novel", novel),

@@ -47,7 +47,8 @@ _GENERATION = (
     "a linear read still saw through.",
     "ResNet-18 reading each frame standardized by its own mean and spread joins the attackers, "
     "as pa-synth v5's frame attacker, so an offset or contrast that differs between clips "
-    "no longer blinds every attacker; ResNet-18 is the cheapest frame CNN of the set.",
+    "no longer blinds every attacker; ResNet-18 is the set's plain residual CNN, the kind "
+    "pa-synth v5 standardizes (tiny-resnet2d).",
     "Every attacker trains its whole budget and keeps the epoch of highest validation cMAP, as "
     "under pa-synth v6, because an attacker on a learned output reads the most long after its "
     "validation loss bottoms out.",
