@@ -108,6 +108,24 @@ def test_pa_hmdb51_binarised_labels_and_loaders(pa_build) -> None:
     clips = load_clipset(out, "test", frames=4, size=16)
     assert clips.videos.shape == (515, 4, 16, 16, 3)
     assert clips.frame_attributes.shape == (515, 4, 5)
+
+
+def test_pa_hmdb51_windows_are_scored_on_their_frames(pa_build, tmp_path: Path) -> None:
+    """The real protocol's frame-level labels on the real annotation: each 64-frame video is
+    four 16-frame windows labelled by their own frames. Of the 2,060 windows, 2 have an
+    attribute no frame of theirs annotates (left out) and 131 differ from their video's label
+    (114 of them on face), so frame-level scoring reads different labels than "any frame"."""
+    out, _ = pa_build
+    clips = load_clipset(out, "test", frames=64, size=16, cache_dir=tmp_path)
+    windows = clips.frame_windows(16)
+    assert len(windows) == 2058 and windows.attribute_names == pa_hmdb51.ATTRIBUTES
+    video = dict(zip(clips.video_ids, clips.attributes, strict=True))
+    of_video = np.stack([video[v.rpartition("#")[0]] for v in windows.video_ids])
+    assert set(np.unique(windows.attributes)) == {0.0, 1.0}
+    assert (windows.attributes <= of_video).all()  # a window shows at most what its video does
+    assert (windows.attributes != of_video).any(axis=1).sum() == 131
+    assert (windows.attributes != of_video).sum(axis=0).tolist() == [10, 114, 2, 11, 8]
+    assert windows.attribute_map == pa_hmdb51.VISPR_IDS
     assert read_meta(out).source["vispr_ids"]["face"] == ["a9_face_complete", "a10_face_partial"]
     card = (out / "README.md").read_text()
     assert "non-commercial research" in card and "wu2020privacy" in card

@@ -13,8 +13,15 @@ from quick import one_line_error, pabench_main
 from typer.testing import CliRunner
 
 from pabench.cli import app
+from pabench.data.registry import DATASETS
 from pabench.protocols import CATALOG, PROTOCOLS, history
-from pabench.protocols.describe import DOCS_COMMAND, render_docs
+from pabench.protocols.describe import (
+    DOCS_COMMAND,
+    REAL_DATA_COMMAND,
+    render_docs,
+    render_real_data,
+)
+from pabench.protocols.generation import CURRENT_GENERATION
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "protocols.json"
@@ -61,6 +68,32 @@ def test_docs_command_writes_the_page(tmp_path: Path) -> None:
     assert out.exit_code == 0 and (tmp_path / "p.md").read_text() == render_docs()
 
 
+def test_real_data_page_is_generated_from_the_registries(tmp_path: Path) -> None:
+    """docs/real-data.md tabulates every real dataset (where to obtain it, its build command,
+    its size) and every real protocol (its datasets, command and generation)."""
+    committed = (ROOT / "docs" / "real-data.md").read_text()
+    assert committed == render_real_data(), f"docs/real-data.md is stale: run `{REAL_DATA_COMMAND}`"
+    for name, spec in DATASETS.items():
+        if not spec.synthetic:
+            assert spec.obtain and spec.size, name
+            assert f"| `{name}` | {spec.obtain} | `pabench datasets build {name} --source DIR" \
+                in committed
+    for pid, versions in CATALOG.items():
+        p = versions.DEFAULT.spec
+        row = f"| [`{pid}`](protocols.md#{pid}) | {p.role} |"
+        assert (row in committed) == (p.benchmark == "real"), pid
+        if p.benchmark == "real" and p.role == "ranked":
+            assert f"--protocol {pid}` | {CURRENT_GENERATION} |" in committed
+    out = runner.invoke(app, ["protocols", "docs", "--page", "real-data", "--out",
+                              str(tmp_path / "r.md")])
+    assert out.exit_code == 0 and (tmp_path / "r.md").read_text() == render_real_data()
+
+
+def test_an_unknown_docs_page_is_one_line() -> None:
+    one_line_error(pabench_main("protocols", "docs", "--page", "real"), 2,
+                   "unknown page 'real'. Did you mean 'real-data'?")
+
+
 def show(*args: str) -> str:
     out = runner.invoke(app, ["protocols", "show", *args], env={"COLUMNS": "200"})
     assert out.exit_code == 0, out.output
@@ -88,6 +121,20 @@ def test_list_all_shows_every_version() -> None:
     out = runner.invoke(app, ["protocols", "list", "--all", "--json"])
     rows = {(r["id"], r["version"]): r["status"] for r in json.loads(out.stdout)}
     assert rows == {(m.spec.id, m.spec.version): s for pid in CATALOG for m, s in history(pid)}
+    generations = {(r["id"], r["version"]): r["generation"] for r in json.loads(out.stdout)}
+    assert generations["known", 6] == generations["ucf101-vispr1", 3] == CURRENT_GENERATION
+    assert generations["ucf101-vispr1", 2] < CURRENT_GENERATION
+
+
+def test_show_and_list_print_the_generation() -> None:
+    current = re.search(r"│ generation +│ (.+?) +│", show("p-hvu"))
+    assert current and current[1] == f"{CURRENT_GENERATION} (current): the validity rules of " \
+        "pa-synth v6"
+    old = re.search(r"│ generation +│ (.+?) +│", show("known@3"))
+    assert old and old[1] == "2: the validity rules of pa-synth v2"
+    table = runner.invoke(app, ["protocols", "list", "--benchmark", "real"],
+                          env={"COLUMNS": "250"}).stdout
+    assert "generation" in table and "p-hvu-scenes" in table
 
 
 @pytest.mark.parametrize("name, needle", [

@@ -11,23 +11,28 @@ from quick import quick_protocol, tiny_fraction
 from torch import nn
 
 from pabench import evaluate
+from pabench.data.clipset import ClipSet
 from pabench.data.hub import read_meta
 from pabench.data.synth import TestSeed as Seed
 from pabench.data.synth import build_synth
 from pabench.errors import PabenchError
 from pabench.evaluation.config import expand
 from pabench.evaluation.score import _joint_ci
-from pabench.metrics import cmap_fixed, privacy_scores, scorable
+from pabench.metrics import base_rate_cmap, cmap_fixed, privacy_scores, scorable
+from pabench.models import MODELS, build_model
 from pabench.protocols import (
     CATALOG,
     LEGACY,
     NEXT,
     PROTOCOLS,
+    ClipSpec,
+    DataRef,
     Schedule,
     get_protocol,
     history,
     protocols_for,
 )
+from pabench.protocols.generation import CURRENT_GENERATION, GENERATIONS
 from pabench.submission import from_module
 from pabench.training import FitSpec, fit
 
@@ -252,3 +257,89 @@ def test_each_pa_synth_version_changes_what_it_says():
         for p in protocols_for("pa-synth")]
     with pytest.raises(PabenchError, match="no version '9'"):
         expand("baseline:identity", "all@9", preset="tiny")
+
+
+def test_every_ranked_protocol_belongs_to_the_current_generation():
+    """pa-synth v6 and the real protocols' newest versions follow one set of validity rules;
+    the generation is derived from the fields, so a version older than its rules is below."""
+    ranked = [v.DEFAULT.spec for v in CATALOG.values() if v.DEFAULT.spec.role == "ranked"]
+    assert {p.benchmark for p in ranked} == {"pa-synth", "real"}
+    assert {p.generation for p in ranked} == {CURRENT_GENERATION}
+    assert [get_protocol(f"known@{v}").generation for v in range(1, 7)] == [1, 2, 2, 3, 4, 5]
+    assert get_protocol("ucf101-vispr1@2").generation == 1  # no consistency check
+    unchecked = get_protocol("ucf101-vispr1").model_copy(update={"consistency_check": False})
+    assert unchecked.generation == 1 and "consistency check" in GENERATIONS[1].rules
+
+
+def test_each_real_version_3_applies_the_current_rules():
+    """Each real protocol's newest version is its previous one with pa-synth's current rules;
+    PA-HMDB51 scores privacy per window on its per-frame labels and runs no consistency check
+    across two datasets."""
+    for pid, versions in CATALOG.items():
+        new = versions.DEFAULT.spec
+        if new.benchmark != "real" or new.role != "ranked":
+            continue
+        old = get_protocol(f"{pid}@{new.version - 1}")
+        moved = {k for k, v in new.model_dump().items() if old.model_dump().get(k) != v}
+        assert moved <= {"version", "attackers", "attacker_schedule", "standardize",
+                         "consistency_check", "description", "privacy_test"}, pid
+        assert new.attackers == (*old.attackers, "linear-probe", "resnet18-framestd")
+        assert new.standardize and new.schedule == old.schedule
+        assert new.consistency_check == (new.privacy_train.dataset == new.privacy_test.dataset)
+        assert new.privacy_test.frame_labels == (new.privacy_test.dataset == "pa-hmdb51")
+    assert "frame_labels" not in get_protocol("hmdb51-vispr1-pa-hmdb51@2").model_dump_json()
+    assert get_protocol("hmdb51-vispr1-pa-hmdb51").model_dump()["privacy_test"][
+        "frame_labels"] is True
+
+
+def _framed(frame_labels: np.ndarray) -> ClipSet:
+    """Two 4-frame videos whose frames show their index, with these per-frame labels."""
+    n, t = frame_labels.shape[:2]
+    videos = np.broadcast_to(np.arange(n * t, dtype=np.uint8).reshape(n, t, 1, 1, 1),
+                             (n, t, 2, 2, 3)).copy()
+    return ClipSet("pa", "test", videos, ["a", "b"][:n], "fp", action=np.arange(n),
+                   attributes=frame_labels.max(axis=1).clip(0), attribute_names=("x", "y"),
+                   frame_attributes=frame_labels.astype(np.float32),
+                   attribute_map={"x": ["x1"]})
+
+
+def test_frame_windows_are_labelled_by_the_frames_they_hold():
+    labels = np.array([[[0, 1], [1, 0], [0, 0], [0, 0]],
+                       [[-1, -1], [-1, 0], [0, 1], [1, 1]]])  # video b: frame 0 unannotated
+    clips = _framed(labels)
+    windows = clips.frame_windows(2)
+    assert windows.video_ids == ["a#0", "a#1", "b#1"]  # b#0 has no annotated x
+    assert windows.attributes.tolist() == [[1, 1], [0, 0], [1, 1]]
+    assert windows.videos[:, :, 0, 0, 0].tolist() == [[0, 1], [2, 3], [6, 7]]
+    assert windows.action.tolist() == [0, 0, 1] and windows.attribute_map == {"x": ["x1"]}
+    assert windows.fingerprint != clips.fingerprint
+    annotated = _framed(np.maximum(labels, 0))
+    whole = annotated.frame_windows(2)  # nothing left out: views of the stored videos
+    assert len(whole) == 4 and np.shares_memory(whole.videos, annotated.videos)
+    with pytest.raises(PabenchError, match="do not split into windows of 3"):
+        clips.frame_windows(3)
+    with pytest.raises(PabenchError, match="has no per-frame labels"):
+        dataclasses.replace(clips, frame_attributes=None).frame_windows(2)
+
+
+def test_privacy_on_frame_labels_scores_each_window(synth_tiny):
+    """A privacy test set with `frame_labels` is scored window by window: synth-pa's 8-frame
+    videos as two 4-frame windows each, every attacker prediction one per window."""
+    from pabench.data.clipset import load_clipset
+
+    framed = DataRef(dataset="synth-pa", split="test", frame_labels=True)
+    spec = quick_protocol("test-frames", base="known", privacy_test=framed,
+                          clip=ClipSpec(frames=4))
+    record = evaluate("baseline:identity", spec, preset="tiny", data_dir=synth_tiny, workers=1)
+    videos = load_clipset(synth_tiny / "synth-pa", "test")
+    windows = videos.frame_windows(4)
+    assert len(windows) == 2 * len(videos)
+    by_window = base_rate_cmap(windows.attributes[:, scorable(windows.attributes)])
+    by_video = base_rate_cmap(videos.attributes[:, scorable(videos.attributes)])
+    assert record.metrics.base_cmap == pytest.approx(by_window) != pytest.approx(by_video)
+    for model in ("resnet18-framestd", "linear-probe"):  # version 3's attackers at 112 px
+        spec_m = MODELS.get(model)
+        out = build_model(model, 5, 112)(torch.rand(2, 3, *(4,) * (spec_m.kind == "video"),
+                                                    112, 112))
+        assert out.shape == (2, 5)
+    assert MODELS.get("resnet18-framestd").frame_standardized

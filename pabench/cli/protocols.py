@@ -10,8 +10,9 @@ from rich.table import Table
 
 from pabench.cli.console import cell, err, out, print_json, print_table
 from pabench.cli.usage import checking_arguments
+from pabench.errors import unknown_name
 from pabench.protocols import CATALOG, get_protocol, history
-from pabench.protocols.describe import render_docs, spec_rows
+from pabench.protocols.describe import render_docs, render_real_data, spec_rows
 
 app = typer.Typer(help="Inspect the versioned protocols.", no_args_is_help=True)
 
@@ -37,10 +38,12 @@ def list_protocols(
         print_json([{"id": p.id, "version": p.version, "status": status,
                      "benchmark": p.benchmark, "title": p.title, "target": p.target,
                      "attackers": list(p.attackers), "standardize": p.standardize,
-                     "role": p.role, "reproduces": p.reproduces and p.reproduces.model_dump()}
+                     "generation": p.generation, "role": p.role,
+                     "reproduces": p.reproduces and p.reproduces.model_dump()}
                     for p, status in rows])
         return
-    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs")
+    table = Table("id", "version", "benchmark", "title", "target", "attackers", "inputs",
+                  "generation")
     papers = Table("id", "version", "paper", "table", "setting", "approximations",
                    title="paper reproductions (never ranked)")
     for p, status in rows:
@@ -52,7 +55,7 @@ def list_protocols(
             continue
         table.add_row(cell(p.id), version, cell(p.benchmark), cell(p.title),
                       cell(p.target), cell(", ".join(p.attackers)),
-                      "centred" if p.standardize else "as is")
+                      "centred" if p.standardize else "as is", str(p.generation))
     print_table(table)
     if papers.row_count:
         print_table(papers)
@@ -90,10 +93,17 @@ def show_protocol(
 def write_docs(
     out_path: Path | None = typer.Option(None, "--out", help="Write the page here (default: "
                                          "print it), e.g. docs/protocols.md"),
+    page: str = typer.Option("protocols", help="protocols (docs/protocols.md) or real-data "
+                             "(docs/real-data.md)"),
 ) -> None:
-    """The protocols page (docs/protocols.md): every protocol's current spec, its versions and
-    why each changed, generated from the catalog."""
-    text = render_docs()
+    """A page generated from the catalog: `protocols`, every protocol's current spec, its
+    versions and why each changed; `real-data`, how to obtain and build each real dataset and
+    run each real protocol."""
+    pages = {"protocols": render_docs, "real-data": render_real_data}
+    with checking_arguments():
+        if page not in pages:
+            raise unknown_name("page", page, pages)
+    text = pages[page]()
     if out_path is None:
         print(text, end="")
         return

@@ -74,6 +74,34 @@ class ClipSet:
         return replace(self, fingerprint=fp, action=y, action_classes=names, attributes=y,
                        attribute_names=names, frame_attributes=None, attribute_map={})
 
+    def frame_windows(self, frames: int) -> ClipSet:
+        """Each video as its consecutive `frames`-frame windows, each labelled by the per-frame
+        labels of the frames it holds: an attribute is present when an annotated frame shows
+        it. A window in which some attribute has no annotated frame is left out, so every
+        label scored was annotated. The windows are views of the stored videos while none is
+        left out."""
+        if self.frame_attributes is None or self.attributes is None:
+            raise PabenchError(f"{self.name}/{self.split}: has no per-frame labels to score "
+                               "windows by")
+        n, t = self.videos.shape[:2]
+        if t % frames:
+            raise PabenchError(f"{self.name}/{self.split}: {t} frames per video do not split "
+                               f"into windows of {frames}")
+        k = t // frames
+        # -1 (no annotated frame), 0 (annotated, absent) or 1 (present) per window
+        labels = self.frame_attributes.reshape(n * k, frames, -1).max(axis=1)
+        keep = (labels >= 0).all(axis=1)
+        windows = self.videos.reshape(n * k, frames, *self.videos.shape[2:])
+        ids = [f"{v}#{i}" for v in self.video_ids for i in range(k)]
+        fp = hashlib.sha256(f"{self.fingerprint}:frame-windows={frames}".encode()).hexdigest()
+        return replace(
+            self, fingerprint=fp, videos=windows if keep.all() else windows[keep],
+            video_ids=[v for v, kept in zip(ids, keep, strict=True) if kept],
+            action=None if self.action is None else np.repeat(self.action, k, axis=0)[keep],
+            attributes=labels[keep],
+            frame_attributes=self.frame_attributes.reshape(n * k, frames, -1)[keep],
+            label_groups={})
+
 
 def multi_hot(column: Sequence | np.ndarray, classes: int) -> np.ndarray:
     """Per-clip class indices (a list per clip, or one index) -> float32 [N, classes] in {0, 1},

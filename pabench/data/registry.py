@@ -35,6 +35,8 @@ class DatasetSpec:
     license: str
     synthetic: bool
     builder: Builder | None = None
+    obtain: str = ""  # where its media and annotations come from (docs/real-data.md)
+    size: str = ""  # its splits as built from a complete copy
 
     @property
     def options(self) -> dict[str, object]:

@@ -76,5 +76,8 @@ def load(run: Run, ref: DataRef) -> ClipSet:
     return run.sets[key]
 
 
-def view(clips: ClipSet, ref: DataRef) -> ClipSet:
-    return clips if ref.labels is None else clips.view(ref.labels)
+def view(clips: ClipSet, ref: DataRef, frames: int) -> ClipSet:
+    """A split as `ref` labels it: one of its label groups, and/or its `frames`-frame windows
+    labelled frame by frame."""
+    clips = clips if ref.labels is None else clips.view(ref.labels)
+    return clips.frame_windows(frames) if ref.frame_labels else clips

@@ -28,7 +28,7 @@ def check_eligible(run: Run, sub: Submission) -> str:
     overlap: set[str] = set()
     for side in p.novel_sides:
         ref = p.action_test if side == "action" else p.privacy_test
-        clips = view(load(run, ref), ref)
+        clips = view(load(run, ref), ref, run.frames)
         overlap |= {d for d in declared.datasets if declares(d, ref)}
         if side == "action":
             overlap |= set(clips.action_classes) & set(declared.action_classes)

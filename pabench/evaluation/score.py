@@ -40,11 +40,11 @@ class Sides:
 
 def sides(run: Run, sub: Submission) -> Sides:
     p = run.protocol
-    an = {name: view(anonymize(run, sub, load(run, ref)), ref) for name, ref in
+    an = {name: view(anonymize(run, sub, load(run, ref)), ref, run.frames) for name, ref in
           (("a_train", p.action_train), ("a_test", p.action_test),
            ("p_train", p.privacy_train), ("p_test", p.privacy_test))}
     attack_train = (an["p_train"] if p.attacker_training == "anonymized"
-                    else view(load(run, p.privacy_train), p.privacy_train))
+                    else view(load(run, p.privacy_train), p.privacy_train, run.frames))
     return Sides(an["a_train"], an["a_test"], attack_train, an["p_test"])
 
 

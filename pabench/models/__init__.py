@@ -347,7 +347,7 @@ def add_frame_standardized(base: str) -> str:
     return name
 
 
-for _base in ("tiny2d-wide", "tiny-resnet2d"):
+for _base in ("tiny2d-wide", "tiny-resnet2d", "resnet18"):
     add_frame_standardized(_base)
 
 

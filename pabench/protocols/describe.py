@@ -6,9 +6,11 @@ from __future__ import annotations
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from pabench.protocols.catalog import CATALOG, history
+from pabench.protocols.generation import CURRENT_GENERATION, GENERATIONS
 from pabench.protocols.spec import ClipSpec, ProtocolSpec, Schedule
 
 DOCS_COMMAND = "pabench protocols docs --out docs/protocols.md"
+REAL_DATA_COMMAND = "pabench protocols docs --page real-data --out docs/real-data.md"
 
 _KEEP = {"score": "highest validation score", "loss": "lowest validation loss",
          "score-last": "highest validation score (of equal ones the latest)"}
@@ -30,6 +32,13 @@ def _clip_text(c: ClipSpec) -> str:
     shape = (f"{c.frames} frames at {c.size}x{c.size}" if c.frames and c.size
              else "the preset's frames and size")
     return f"{shape}; {c.test_clips} equidistant clips per test video, softmax-averaged"
+
+
+def generation_text(number: int) -> str:
+    """A generation and the pa-synth version whose rules it holds."""
+    g = GENERATIONS[number - 1]
+    current = " (current)" if number == CURRENT_GENERATION else ""
+    return f"{number}{current}: the validity rules of pa-synth {g.since}"
 
 
 _ROLES = {"ranked": "ranked", "diagnostic": "diagnostic, shown apart from the ranking",
@@ -55,6 +64,8 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
         ("benchmark", f"pa-synth, generator v{p.data_version} videos"
          if p.benchmark == "pa-synth" else p.benchmark),
         ("role", _ROLES[p.role]),
+        ("generation", "none: a reproduction follows its paper" if p.role == "reproduction"
+         else generation_text(p.generation)),
         ("action train -> test", f"{p.action_train} -> {p.action_test}"),
         ("privacy train -> test", f"{p.privacy_train} -> {p.privacy_test}"),
         ("novel", novel),
@@ -82,11 +93,15 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
     ]
 
 
+def _environment() -> Environment:
+    return Environment(loader=PackageLoader("pabench.protocols", "templates"),
+                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                       keep_trailing_newline=True)
+
+
 def render_docs() -> str:
     """docs/protocols.md: every protocol's current spec, its versions and why each changed."""
-    env = Environment(loader=PackageLoader("pabench.protocols", "templates"),
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True)
+    env = _environment()
     protocols = [
         {"spec": versions.DEFAULT.spec, "summary": " ".join((versions.__doc__ or "").split()),
          "rows": spec_rows(versions.DEFAULT.spec), "history": history(pid)[::-1]}
@@ -94,4 +109,28 @@ def render_docs() -> str:
     own = [p for p in protocols if p["spec"].role != "reproduction"]
     reproductions = [p for p in protocols if p["spec"].role == "reproduction"]
     return env.get_template("protocols.md.j2").render(
-        protocols=own, reproductions=reproductions, command=DOCS_COMMAND)
+        protocols=own, reproductions=reproductions, command=DOCS_COMMAND,
+        generations=GENERATIONS, current=CURRENT_GENERATION)
+
+
+def _build_command(name: str, options: dict[str, object]) -> str:
+    extra = "".join(f" [--option {k}={v}]" for k, v in options.items())
+    return f"pabench datasets build {name} --source DIR{extra}"
+
+
+def render_real_data() -> str:
+    """docs/real-data.md: its tables of real datasets (where to obtain each, how to build it,
+    its size) and of real protocols (their datasets, the command, their generation) come from
+    the dataset registry and the catalog; the prose around them is the template's."""
+    from pabench.data.registry import DATASETS  # the builders register on first lookup
+
+    datasets = [{"name": n, "spec": d, "build": _build_command(n, d.options)}
+                for n, d in DATASETS.items() if not d.synthetic]
+    protocols = [
+        {"spec": p, "datasets": list(dict.fromkeys(
+            r.dataset for r in (p.action_train, p.action_test, p.privacy_train, p.privacy_test))),
+         "command": f"pabench evaluate SUBMISSION --benchmark real --protocol {p.id}"}
+        for p in (v.DEFAULT.spec for v in CATALOG.values()) if p.benchmark == "real"]
+    return _environment().get_template("real-data.md.j2").render(
+        datasets=datasets, protocols=protocols, command=REAL_DATA_COMMAND,
+        current=CURRENT_GENERATION)

@@ -13,19 +13,30 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pabench.protocols.generation import generation_of
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _unset(value: object) -> bool:
+    """Fields added after a version was released are left out of its JSON while unset, so every
+    released spec dumps as it did (tests/fixtures/protocols.json)."""
+    return value is None or value is False or value == ()
+
+
 class DataRef(_Frozen):
     """A split of a built dataset. `labels` names one of its label groups (`extra_labels` in
     its meta, e.g. P-HVU's "objects") whose tags become multi-label targets; None = the
-    dataset's own action and attribute columns."""
+    dataset's own action and attribute columns. `frame_labels`: each video is scored as its
+    clip-length windows, each labelled by the per-frame labels of the frames it holds
+    (PA-HMDB51's, `ClipSet.frame_windows`), rather than by its video-level labels."""
 
     dataset: str
     split: str
     labels: str | None = None
+    frame_labels: bool = Field(default=False, exclude_if=_unset)
 
     @property
     def view(self) -> str:
@@ -34,7 +45,7 @@ class DataRef(_Frozen):
         return f"{self.dataset}:{self.labels}" if self.labels else self.dataset
 
     def __str__(self) -> str:
-        return f"{self.view}/{self.split}"
+        return f"{self.view}/{self.split}" + (" (per-frame labels)" if self.frame_labels else "")
 
 # real videos are stored resampled to 4 clip lengths: evaluation takes 10 clips from them and
 # training a random window (decoded once, shared by both)
@@ -77,12 +88,6 @@ class Schedule(_Frozen):
     def window(self) -> int:
         """Epochs without a new best before stopping: scales with the budget in v2."""
         return max(self.patience, math.ceil(self.patience_fraction * self.max_epochs))
-
-
-def _unset(value: object) -> bool:
-    """Fields added after a version was released are left out of its JSON while unset, so every
-    released spec dumps as it did (tests/fixtures/protocols.json)."""
-    return value is None or value == ()
 
 
 class Reproduces(_Frozen):
@@ -165,6 +170,12 @@ class ProtocolSpec(_Frozen):
             raise ValueError(f"{self.id}: weights name attackers {sorted(self.weights.attackers)}"
                              f", the protocol has {sorted(self.attackers)}")
         return self
+
+    @property
+    def generation(self) -> int:
+        """The set of validity rules this version follows (`pabench.protocols.generation`),
+        derived from its fields."""
+        return generation_of(self)
 
     @property
     def models_version(self) -> int:

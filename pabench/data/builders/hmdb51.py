@@ -50,6 +50,8 @@ HMDB51_CITATION = """@inproceedings{kuehne2011hmdb,
   booktitle={ICCV}, year={2011}
 }"""
 
+HMDB51_OBTAIN = ("HMDB51's videos and split lists: "
+                 "https://serre-lab.clps.brown.edu/resource/hmdb-a-large-human-motion-database/")
 HMDB51_LAYOUT = (
     f"--source DIR holding {VIDEO_DIR}/<class>/<video>.avi (the extracted per-class archives) "
     f"and {SPLIT_DIR}/<class>_test_split1.txt (the official split lists)"
@@ -183,4 +185,5 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
 DATASETS.add("hmdb51", DatasetSpec(
     "hmdb51", f"HMDB51 split 1, 51 actions. Expects {HMDB51_LAYOUT}.",
     "action train/test (novel actions after UCF101)", "cc-by-4.0", False, build,
+    obtain=HMDB51_OBTAIN, size="3,569 train / 1,530 test videos",
 ))

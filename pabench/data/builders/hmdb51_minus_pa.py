@@ -13,12 +13,18 @@ from pabench.data.builders.common import open_source
 from pabench.data.builders.hmdb51 import (
     HMDB51_CARD,
     HMDB51_LAYOUT,
+    HMDB51_OBTAIN,
     SPLIT_DIR,
     VIDEO_DIR,
     build_hmdb51_split1,
     split_key,
 )
-from pabench.data.builders.pa_hmdb51 import ANNOTATION_DIR, PA_HMDB51_CITATION, annotation_files
+from pabench.data.builders.pa_hmdb51 import (
+    ANNOTATION_DIR,
+    PA_HMDB51_CITATION,
+    PA_HMDB51_OBTAIN,
+    annotation_files,
+)
 from pabench.data.hub import Card
 from pabench.data.registry import DATASETS, BuildReport, DatasetSpec
 from pabench.io import Progress
@@ -56,4 +62,6 @@ DATASETS.add("hmdb51-minus-pa", DatasetSpec(
     "hmdb51-minus-pa",
     f"HMDB51 split 1 whose train set excludes the PA-HMDB51 videos. Expects {LAYOUT}.",
     "action train for PA-HMDB51 tests", "cc-by-4.0", False, build,
+    obtain=f"{HMDB51_OBTAIN}; {PA_HMDB51_OBTAIN}",
+    size="3,569 train videos less the PA-HMDB51 ones among them / 1,530 test videos",
 ))

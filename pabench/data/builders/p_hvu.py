@@ -236,4 +236,7 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
 DATASETS.add("p-hvu", DatasetSpec(
     "p-hvu", f"P-HVU: HVU clips with multi-label action, object and scene tags. Expects {LAYOUT}.",
     "same-dataset action + object/scene leakage (multi-label)", "other", False, build,
+    obtain="HVU's tag CSVs: https://github.com/holistic-video-understanding/HVU-Dataset; the "
+    "clips from YouTube, downloaded yourself",
+    size="SPAct: 245,212 train / 16,012 test clips (fewer as YouTube videos disappear)",
 ))

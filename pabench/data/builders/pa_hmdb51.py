@@ -33,6 +33,7 @@ from pabench.data.builders.common import (
 from pabench.data.builders.hmdb51 import (
     HMDB51_CITATION,
     HMDB51_CLASSES,
+    HMDB51_OBTAIN,
     VIDEO_DIR,
     Key,
     action_feature,
@@ -81,6 +82,7 @@ PA_HMDB51_CITATION = """@article{wu2020privacy,
 }
 """ + HMDB51_CITATION
 
+PA_HMDB51_OBTAIN = "PA-HMDB51's annotations: https://github.com/VITA-Group/PA-HMDB51"
 LAYOUT = (f"--source DIR holding {VIDEO_DIR}/<class>/<video>.avi (HMDB51 videos) and "
           f"{ANNOTATION_DIR}/<class>.json (the PA-HMDB51 annotations)")
 
@@ -254,5 +256,5 @@ DATASETS.add("pa-hmdb51", DatasetSpec(
     f"PA-HMDB51: 515 HMDB51 videos, 51 actions, per-frame privacy labels (test only). "
     f"Expects {LAYOUT}. Non-commercial research licence.",
     "test only: actions + per-frame privacy labels", "other (non-commercial research)", False,
-    build,
+    build, obtain=f"{HMDB51_OBTAIN}; {PA_HMDB51_OBTAIN}", size="515 test videos",
 ))

@@ -200,6 +200,9 @@ def build_vp_ucf101(source: Path, out: Path, *, embed_media: bool = False,
                     column_order=column_order)
 
 
+_OBTAIN = {"vp-hmdb51": hmdb51.HMDB51_OBTAIN, "vp-ucf101": ucf101.UCF101_OBTAIN}
+_SIZES = {"vp-hmdb51": "3,569 train / 1,530 test videos (split 1) of the 6,766 labelled",
+          "vp-ucf101": "9,537 train / 3,783 test videos (split 1)"}
 for _name, _builder in (("vp-hmdb51", build_vp_hmdb51), ("vp-ucf101", build_vp_ucf101)):
     _b = _BASES[_name]
     DATASETS.add(_name, DatasetSpec(
@@ -208,4 +211,6 @@ for _name, _builder in (("vp-hmdb51", build_vp_hmdb51), ("vp-ucf101", build_vp_u
         f"{_b.label_file}. Option column_order: {', '.join(COLUMN_ORDERS)} (default "
         "frequency) or five comma-separated attribute names.",
         "same-dataset action + video-level privacy", "other", False, _builder,
+        obtain=f"{_OBTAIN[_name]}; STPrivacy's labels: https://github.com/ming1993li/stprivacy",
+        size=_SIZES[_name],
     ))

@@ -31,6 +31,7 @@ from pabench.io import Progress
 VIDEO_DIR = "UCF-101"
 LIST_DIR = "ucfTrainTestlist"
 SPLIT_FILES = {"train": "trainlist01.txt", "test": "testlist01.txt"}
+UCF101_OBTAIN = "UCF101.rar and its split lists: https://www.crcv.ucf.edu/data/UCF101.php"
 LAYOUT = (f"--source DIR holding {VIDEO_DIR}/<Class>/<video>.avi (the extracted UCF101.rar) and "
           f"{LIST_DIR}/ (classInd.txt, trainlist01.txt, testlist01.txt)")
 
@@ -148,5 +149,6 @@ def build(source: Path, out: Path, *, embed_media: bool = False,
 
 DATASETS.add("ucf101", DatasetSpec(
     "ucf101", f"UCF101 split 1, 101 actions. Expects {LAYOUT}.", "action train/test", "other",
-    False, build,
+    False, build, obtain=UCF101_OBTAIN,
+    size="9,537 train / 3,783 test videos",
 ))

@@ -80,6 +80,7 @@ VISPR_CITATION = """@inproceedings{orekondy2017vispr,
   author={Dave, Ishan Rajendrakumar and Chen, Chen and Shah, Mubarak},
   booktitle={CVPR}, year={2022}
 }"""
+VISPR_OBTAIN = "VISPR's images and per-image JSON: https://tribhuvanesh.github.io/vpa/"
 LAYOUT = ("--source DIR holding either VISPR's {train,val,test}2017.txt split lists, "
           "annotations/<split>2017/<id>.json and the images they name, or TeD-SPAD's "
           "{train,test}_labels.pkl with images/{train,test}2017/<id>.jpg")
@@ -226,9 +227,13 @@ DATASETS.add("vispr1", DatasetSpec(
     "vispr1", f"VISPR1 privacy attributes ({', '.join(SUBSETS['vispr1'])}). Expects {LAYOUT}. "
     "Option label_format: auto, json or tedspad.",
     "privacy train/test (known attributes)", "other", False, build_vispr1,
+    obtain=f"{VISPR_OBTAIN} (or TeD-SPAD's label pickles: https://github.com/UCF-CRCV/TeD-SPAD)",
+    size="VISPR's 2017 splits (TeD-SPAD's labels: 10,000 train / 8,000 "
+    "test images)",
 ))
 DATASETS.add("vispr2", DatasetSpec(
     "vispr2", f"VISPR2 privacy attributes ({', '.join(SUBSETS['vispr2'])}). Expects the json "
     "layout of vispr1 (VISPR's per-image JSON).",
     "privacy train/test (novel attributes)", "other", False, build_vispr2,
+    obtain=VISPR_OBTAIN, size="VISPR's 2017 splits, from its per-image JSON",
 ))
