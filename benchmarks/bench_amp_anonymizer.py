@@ -29,7 +29,7 @@ from pabench.training.pools import real_source  # noqa: E402
 def timed(method: str, source, steps: int, amp: str, device: str) -> tuple[float, float]:
     """Seconds and peak GPU memory (GiB) of one short training."""
     recipe = default_recipe(method, real=True).model_copy(update={
-        "identity_steps": 3, "target_steps": 3, "steps": steps,
+        "identity_steps": 3, "target_steps": 3, "steps": steps, "in_epochs": (),
         **({"ssl_steps": 3} if method == "spact" else {"budget_steps": 3})})
     cuda = device.startswith("cuda")
     if cuda:

@@ -30,7 +30,7 @@ ACTIONS = ["clap", "wave", "run"]
 ATTRIBUTES = ["face", "gender", "nudity", "skin_color"]
 _MICRO = {"batch": 4, "width": 4, "identity_steps": 2, "identity_batch": 4, "target_steps": 2,
           "target": "tiny3d", "steps": 3, "budget_steps": 2, "budget_clips": 8,
-          "restart_every": 2, "budget_models": ["tiny-vgg2d", "tiny-dws2d"]}
+          "restart_every": 2, "budget_models": ["tiny-vgg2d", "tiny-dws2d"], "in_epochs": []}
 _MICRO_SSL = {**{k: v for k, v in _MICRO.items() if not k.startswith(("budget", "restart"))},
               "ssl_model": "tiny-vgg2d", "ssl_steps": 2, "ssl_hidden": 16, "ssl_dim": 8}
 

@@ -270,15 +270,15 @@ class LinearProbe(nn.Module):
         return self.head(self.norm(f))
 
 
-def _tv(name: str) -> Callable[[int, int], nn.Module]:
-    """torchvision's `name`, untrained. torchvision is imported on first use: it costs seconds
-    (torch._dynamo through torchvision.ops) that a command building only pabench's own models
-    need not pay."""
+def _tv(name: str, **options: float) -> Callable[[int, int], nn.Module]:
+    """torchvision's `name` (with builder `options`), untrained. torchvision is imported on
+    first use: it costs seconds (torch._dynamo through torchvision.ops) that a command building
+    only pabench's own models need not pay."""
 
     def build(n: int, size: int) -> nn.Module:
         import torchvision.models
 
-        return torchvision.models.get_model(name, weights=None, num_classes=n)
+        return torchvision.models.get_model(name, weights=None, num_classes=n, **options)
 
     return build
 
@@ -333,6 +333,14 @@ for _name, _kind, _desc, _build in [
     ("vit_b_16", "frame", "torchvision ViT-B/16", _vit),
 ]:
     MODELS.add(_name, ModelSpec(_name, _kind, _desc, _build, probe=_name == "linear-probe"))
+
+# MobileNet-V2 at other width multipliers: the family VITA and MPPAR draw their training
+# attackers from (`mobilenet_v2` is width 1.0)
+for _width in ("0_35", "0_5", "0_6", "0_75", "0_85", "1_1", "1_3", "1_4"):
+    _name = f"mobilenet_v2_x{_width}"
+    MODELS.add(_name, ModelSpec(_name, "frame", f"torchvision MobileNet-V2, width multiplier "
+                                f"{_width.replace('_', '.')}",
+                                _tv("mobilenet_v2", width_mult=float(_width.replace("_", ".")))))
 
 
 def add_frame_standardized(base: str) -> str:

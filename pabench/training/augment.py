@@ -1,7 +1,8 @@
 """What a fit's model reads, from the uint8 videos to the device: each training batch's random
 choices (`_Draw`), drawn by the training process before any loader worker copies its bytes so
 that the numbers do not depend on how many read ahead, the label-preserving augmentation they
-drive, and the loaders of training batches and prediction chunks."""
+drive, and the loaders of training batches and prediction chunks; and SimCLR's views
+(`simclr`), which the learned baselines' NT-Xent branch compares on real data."""
 
 from __future__ import annotations
 
@@ -148,3 +149,97 @@ def _chunks(spec: FitSpec, videos: np.ndarray, rows: np.ndarray, t: slice | np.n
             size: int) -> torch.utils.data.DataLoader:
     """Prediction chunks in order."""
     return _loader(spec, _Chunked(videos, rows, t, size))
+
+
+@dataclass(frozen=True)
+class SimCLRDraw:
+    """The random choices of SimCLR views, one row per view (fractions of the frame's size):
+    the crop box, the flip, the colour jitter (brightness, contrast and saturation factors,
+    hue shift in turns; identity where not applied), grey scale, and the cut-out box (NaN:
+    none)."""
+
+    box: np.ndarray  # [n, 4] x0, y0, x1, y1
+    flip: np.ndarray  # [n] bool
+    jitter: np.ndarray  # [n, 4]
+    gray: np.ndarray  # [n] bool
+    cutout: np.ndarray  # [n, 4] x0, y0, x1, y1
+
+    def take(self, rows: np.ndarray) -> SimCLRDraw:
+        return SimCLRDraw(self.box[rows], self.flip[rows], self.jitter[rows], self.gray[rows],
+                          self.cutout[rows])
+
+
+def _boxes(rng: np.random.Generator, n: int, scale: tuple[float, float],
+           ratio: tuple[float, float]) -> np.ndarray:
+    """`n` random boxes of `scale` of the area and aspect `ratio` (log-uniform)."""
+    area = rng.uniform(*scale, n)
+    aspect = np.exp(rng.uniform(np.log(ratio[0]), np.log(ratio[1]), n))
+    w, h = np.minimum(np.sqrt(area * aspect), 1), np.minimum(np.sqrt(area / aspect), 1)
+    x0, y0 = rng.uniform(0, 1 - w), rng.uniform(0, 1 - h)
+    return np.stack([x0, y0, x0 + w, y0 + h], 1)
+
+
+def simclr_draw(rng: np.random.Generator, n: int) -> SimCLRDraw:
+    """SimCLR's augmentation at strength 1 (its Appendix A): random resized crop (8-100% of
+    the area, aspect 3/4-4/3), horizontal flip, colour jitter 0.8/0.8/0.8/0.2 with
+    probability 0.8, grey scale with probability 0.2; and SPAct's cut-out (supplement C.2),
+    torchvision RandomErasing's defaults (probability 0.5, 2-33% of the area). No blur:
+    SimCLR leaves it out at small image sizes, and SPAct's list does not name it."""
+    box = _boxes(rng, n, (0.08, 1.0), (3 / 4, 4 / 3))
+    flip = rng.random(n) < 0.5
+    on = rng.random(n) < 0.8
+    factors = np.stack([rng.uniform(0.2, 1.8, n), rng.uniform(0.2, 1.8, n),
+                        rng.uniform(0.2, 1.8, n), rng.uniform(-0.2, 0.2, n)], 1)
+    jitter = np.where(on[:, None], factors, np.array([1.0, 1.0, 1.0, 0.0]))
+    gray = rng.random(n) < 0.2
+    erase = rng.random(n) < 0.5
+    cutout = np.where(erase[:, None], _boxes(rng, n, (0.02, 0.33), (0.3, 3.3)), np.nan)
+    return SimCLRDraw(box, flip, jitter, gray, cutout)
+
+
+def _gray(x: torch.Tensor) -> torch.Tensor:
+    """ITU-R 601 luma of [n, 3, H, W], as [n, 1, H, W] (torchvision's grey scale)."""
+    return (0.299 * x[:, 0] + 0.587 * x[:, 1] + 0.114 * x[:, 2])[:, None]
+
+
+def _per_view(values: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(values, dtype=like.dtype, device=like.device).view(-1, 1, 1, 1)
+
+
+_YIQ = torch.tensor([[0.299, 0.587, 0.114], [0.596, -0.274, -0.322], [0.211, -0.523, 0.312]])
+
+
+def simclr(frames: torch.Tensor, draw: SimCLRDraw) -> torch.Tensor:
+    """The SimCLR views `draw` describes of frames [n, 3, H, W] in [0, 1], batched on their
+    device: crops resized back by bilinear ROI pooling, the hue turned in YIQ space."""
+    from torchvision.ops import roi_align
+
+    n, _, h, w = frames.shape
+    box = torch.as_tensor(draw.box, dtype=frames.dtype, device=frames.device)
+    scale = torch.tensor([w, h, w, h], dtype=frames.dtype, device=frames.device)
+    index = torch.arange(n, dtype=frames.dtype, device=frames.device)[:, None]
+    x = roi_align(frames, torch.cat([index, box * scale], 1), (h, w), aligned=True)
+    flip = torch.as_tensor(draw.flip, device=x.device).view(-1, 1, 1, 1)
+    x = torch.where(flip, x.flip(-1), x)
+    b, c, s, hue = (draw.jitter[:, k] for k in range(4))
+    x = (x * _per_view(b, x)).clamp(0, 1)
+    mean = _gray(x).mean((2, 3), keepdim=True)
+    x = ((x - mean) * _per_view(c, x) + mean).clamp(0, 1)
+    g = _gray(x)
+    x = ((x - g) * _per_view(s, x) + g).clamp(0, 1)
+    yiq = _YIQ.to(x)
+    turn = torch.as_tensor(2 * np.pi * hue, dtype=x.dtype, device=x.device)
+    cos, sin, one, zero = turn.cos(), turn.sin(), torch.ones_like(turn), torch.zeros_like(turn)
+    rot = torch.stack([torch.stack([one, zero, zero], 1), torch.stack([zero, cos, -sin], 1),
+                       torch.stack([zero, sin, cos], 1)], 1)  # [n, 3, 3]
+    x = torch.einsum("ij,njk,kl,nlhw->nihw", torch.linalg.inv(yiq), rot, yiq, x).clamp(0, 1)
+    gray = torch.as_tensor(draw.gray, device=x.device).view(-1, 1, 1, 1)
+    x = torch.where(gray, _gray(x).expand_as(x), x)
+    cut = torch.as_tensor(np.nan_to_num(draw.cutout, nan=-1.0), dtype=x.dtype, device=x.device)
+    cols = (torch.arange(w, device=x.device, dtype=x.dtype) + 0.5) / w
+    rows = (torch.arange(h, device=x.device, dtype=x.dtype) + 0.5) / h
+    inside = ((cols[None, None, :] >= cut[:, 0, None, None])
+              & (cols[None, None, :] < cut[:, 2, None, None])
+              & (rows[None, :, None] >= cut[:, 1, None, None])
+              & (rows[None, :, None] < cut[:, 3, None, None]))
+    return x.masked_fill(inside[:, None], 0.0)

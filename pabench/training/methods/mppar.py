@@ -33,7 +33,7 @@ class _MPPAR(_Vita):
     def __init__(self, recipe: MPPARRecipe, *args: object) -> None:
         super().__init__(recipe, *args)
         self.mr = recipe
-        self.epoch_len = math.ceil(recipe.clips / recipe.batch)
+        self.epoch_len = math.ceil(len(self.batches.action_pool) / recipe.batch)
         self._splits: dict[int, tuple[np.ndarray, ...]] = {}
 
     def _split(self, epoch: int) -> tuple[np.ndarray, ...]:

@@ -6,8 +6,9 @@ the recipe its records name, so a field's name, order or default moves all three
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -17,6 +18,7 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
     model_serializer,
+    model_validator,
 )
 
 from pabench.anonymizers.learned import GROUPS
@@ -27,6 +29,13 @@ from pabench.training.attackers import TRAINING_ONLY
 
 METHODS = ("spact", "penalty", "vita", "vita-grl", "vita-kbeam", "mppar")
 TRAINING_ATTACKERS = TRAINING_ONLY  # disjoint from every protocol's attackers
+# MPPAR's f_train^P (supplement, "The list of training/testing attributes and attack models"):
+# 8 MobileNet-V2 width multipliers, 1.0 left out as a ranked real protocol's attacker
+MPPAR_ATTACKERS = tuple(f"mobilenet_v2_x{w}" for w in ("0_35", "0_5", "0_6", "0_75", "0_85",
+                                                      "1_1", "1_3", "1_4"))
+EPOCH_FIELDS = ("identity_steps", "target_steps", "ssl_steps", "steps", "budget_steps",
+                "restart_every")  # the step counts `in_epochs` may name
+_LATER = {"select_every": None, "in_epochs": (), "ssl_views": "frames"}  # dumped only when set
 
 
 class _Recipe(BaseModel):
@@ -56,19 +65,51 @@ class _Recipe(BaseModel):
         None, ge=1, description="pa-synth: keep f_A every N minimax iterations and at the end, "
         "and export the one fresh held-out attackers find most private among those keeping "
         "action (`pabench.training.held_out.select_snapshot`); none: the last")
+    in_epochs: tuple[str, ...] = Field(
+        (), description="step counts given in epochs of the training data, as the papers "
+        "state them (`in_steps`): a dataset's epochs, whatever its size")
+
+    @model_validator(mode="after")
+    def _epoch_fields_exist(self) -> _Recipe:
+        counts = [k for k in EPOCH_FIELDS if k in type(self).model_fields]
+        for name in self.in_epochs:
+            if name not in counts:
+                raise ValueError(f"in_epochs: '{name}' is not one of this recipe's step counts "
+                                 f"({', '.join(counts)})")
+        return self
 
     @model_serializer(mode="wrap")
-    def _without_unset_selection(self, handler: SerializerFunctionWrapHandler) -> dict:
-        """A recipe without selection dumps as before the field existed, so its digest, its
-        cache and the recipes its records name stay what they were."""
+    def _without_later_defaults(self, handler: SerializerFunctionWrapHandler) -> dict:
+        """Fields added after the pa-synth recipes were published dump only when set, so those
+        recipes' digests, caches and the recipes their records name stay what they were."""
         data = handler(self)
-        if self.select_every is None:
-            data.pop("select_every", None)
+        for name, default in _LATER.items():
+            if getattr(self, name, default) == default:
+                data.pop(name, None)
         return data
+
+    def in_steps(self, action: int, privacy: int) -> Any:
+        """This recipe with its `in_epochs` counts turned into steps, for `action` action
+        clips and `privacy` privacy clips: an epoch is a pass over the clips a stage draws
+        from, in batches of its size (the privacy side's over the privacy clips)."""
+        if not self.in_epochs:
+            return self
+        update = {}
+        for name in self.in_epochs:
+            side = name == "budget_steps" or (name == "ssl_steps"
+                                              and getattr(self, "ssl_views", "") == "simclr")
+            clips = privacy if side else action
+            batch = self.identity_batch if name == "identity_steps" else self.batch
+            update[name] = getattr(self, name) * math.ceil(clips / batch)
+        return self.model_copy(update={**update, "in_epochs": ()})
 
 
 class SPActRecipe(_Recipe):
     method: Literal["spact"] = "spact"
+    ssl_views: Literal["frames", "simclr"] = Field(
+        "frames", description="what f_B's NT-Xent compares: two frames of an action clip "
+        "(pa-synth), or two SimCLR-augmented views of a privacy-dataset frame (SPAct's "
+        "VISPR branch, supplement C.2; `pabench.training.augment.simclr`)")
     ssl_model: str = Field(TRAINING_ATTACKERS[0],
                            description="2D backbone of the privacy branch f_B")
     ssl_hidden: int = Field(128, ge=1, description="backbone output = projection head input")
@@ -201,33 +242,37 @@ def default_recipe(method: str, real: bool = False) -> AnyRecipe:
     return RECIPES[method](**(_real_settings(method) if real else {}))  # type: ignore[return-value]
 
 
-_REAL_EPOCH = 537  # steps per epoch: UCF101 split-1 train (9,537 videos) less a tenth, batch 16
-
-
 def _real_settings(method: str) -> dict:
-    """UCF101 + VISPR1 training as in SPAct's supplement (C.2-C.4): R3D-18 f_T, ResNet-50
-    NT-Xent f_B, Adam at 1e-3, f_A pretrained 100 epochs, f_T 150, f_B 400, minimax 100
-    epochs; VITA's gamma 0.5 and th_B 0.99 (its UCF101 setting, for all three solvers);
-    MPPAR's alpha 5e-4, beta 1e-4 and T2 95% (its supplement's attacker threshold, as th_B).
-    Ours: the U-Net width, and the VITA family's attacker ensemble (ResNet-34 +
-    MobileNet-V3-Large, disjoint from every real protocol's attackers), retrained from scratch
-    every 10 epochs."""
-    epoch = _REAL_EPOCH
-    common = dict(batch=16, width=32, identity_steps=100 * epoch, identity_batch=16,
-                  identity_lr=1e-3, target="r3d_18", target_steps=150 * epoch, target_lr=1e-3,
-                  steps=100 * epoch, anonymizer_lr=1e-3)
+    """The papers' settings for real data, each with its source in docs/baselines.md
+    ("Real-data recipes"). Schedules count what the papers count: SPAct's supplement (C.4)
+    and the penalty paper (Sec. 4.2) give epochs, which `in_epochs` keeps epochs of whichever
+    dataset trains (HMDB51's are a third of UCF101's steps); VITA (Sec. 4.2.2) gives
+    iterations. VITA's three step sizes are its own (alpha_A 1e-4, alpha_T 1e-5, alpha_B
+    1e-2); MPPAR trains 8 attack models of the MobileNet-V2 family (supplement). Ours: the
+    U-Net width, and attack models disjoint from every ranked real protocol's attackers."""
+    common: dict = dict(batch=16, width=32, identity_steps=100, identity_batch=16,
+                        identity_lr=1e-3, target="r3d_18", target_steps=150, target_lr=1e-3,
+                        steps=100, anonymizer_lr=1e-3,
+                        in_epochs=("identity_steps", "target_steps", "steps"))
     if method in ("spact", "penalty"):
-        return common | dict(ssl_model="resnet50", ssl_hidden=2048, ssl_dim=128,
-                             ssl_steps=400 * epoch, ssl_lr=1e-3, temperature=0.1)
-    ensemble = ["resnet34", "mobilenet_v3_large"]
-    vita = common | dict(budget_models=ensemble * (2 if method == "vita-kbeam" else 1),
-                         budget_frames=4, budget_clips=1024, budget_steps=4 * epoch,
-                         budget_lr=1e-3, restart_every=10 * epoch)
+        ssl = common | dict(ssl_views="simclr", ssl_model="resnet50", ssl_hidden=2048,
+                            ssl_dim=128, ssl_steps=400, ssl_lr=1e-3, temperature=0.1,
+                            in_epochs=(*common["in_epochs"], "ssl_steps"))
+        # the penalty paper's anonymizer batch (Sec. 4.2) and B = 0.3 (Table 1)
+        return ssl | (dict(batch=8, penalty_bound=0.3) if method == "penalty" else {})
+    vita = common | dict(budget_frames=4, budget_clips=1024, budget_steps=2148, budget_lr=1e-3,
+                         gamma=0.5)
     if method == "mppar":
-        return vita | dict(restart_every=100 * epoch + 1, anonymizer_lr=1e-4, inner_lr=5e-4,
-                           budget_threshold=0.95)
-    # VITA's UCF101 + VISPR experiment (its Sec. 4.2.2): gamma 0.5 and th_B 99% for each solver
-    return vita | dict(gamma=0.5, budget_threshold=0.99)
+        return vita | dict(budget_models=MPPAR_ATTACKERS, restart_every=101, anonymizer_lr=1e-4,
+                           inner_lr=5e-4, budget_threshold=0.95,
+                           in_epochs=(*common["in_epochs"], "restart_every"))
+    # VITA's UCF101 + VISPR experiment (Sec. 4.2.2): 800 iterations, restarts every 100, its
+    # step sizes, gamma 0.5 and th_B 99% for each solver
+    ensemble = ["resnet34", "mobilenet_v3_large"]
+    return vita | dict(budget_models=ensemble * (2 if method == "vita-kbeam" else 1),
+                       steps=800, restart_every=100, anonymizer_lr=1e-4, target_lr=1e-5,
+                       budget_lr=1e-2, budget_threshold=0.99,
+                       in_epochs=("identity_steps", "target_steps"))
 
 
 def load_recipe(path: Path, method: str, real: bool = False) -> AnyRecipe:

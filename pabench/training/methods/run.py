@@ -67,10 +67,13 @@ class _Run:
         _check_models("recipe", recipe)
         self.amp = anonymizer_autocast(amp, device)
         torch.manual_seed(recipe.seed)
-        self.recipe, self.source, self.device, self.progress = recipe, source, device, progress
+        self.source, self.device, self.progress = source, device, progress
         self.size = source.size
         self.batches = Batches(*source.pools(recipe.clips, recipe.seed), recipe.batch,
                                recipe.seed, device, source.frames)
+        # the papers' epochs, of these datasets: every stage below counts steps
+        self.recipe = recipe = recipe.in_steps(len(self.batches.action_pool),
+                                               len(self.batches.privacy_pool))
         fa = AnonymizerUNet(recipe.width).to(device)
         ft = build_model(recipe.target, len(source.action_classes), self.size).to(device)
         self.nets = _Nets(fa, wrap_ddp(fa, device), ft, wrap_ddp(ft, device),
@@ -232,6 +235,7 @@ def train_anonymizer(recipe: AnyRecipe, source: TrainingSource | str, *, device:
         raise PabenchError("recipe: select_every probes pa-synth's held-out clips; a real-data "
                            "training cannot select (remove it)")
     run = _Run(recipe, source, device, progress, amp)
+    recipe = run.recipe  # its epochs in steps
     if checkpoint is not None and resume and checkpoint.is_file():
         try:
             state = torch.load(checkpoint, map_location=device, weights_only=True)

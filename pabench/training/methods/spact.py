@@ -2,7 +2,9 @@
 
 * SPAct (Dave et al., CVPR 2022): f_B is a 2D CNN with a two-layer projection head trained with
   NT-Xent on two frames of one clip (positives) against the other clips' frames; f_A minimises
-  L_T - omega * L_NT-Xent, so frames of one video stop agreeing. No privacy labels.
+  L_T - omega * L_NT-Xent, so frames of one video stop agreeing. No privacy labels. On real
+  data (`ssl_views` "simclr") the pairs are two SimCLR views of privacy-dataset frames, VISPR
+  images in the papers' setting.
 * penalty (penalty-driven SPAct): SPAct plus lambda * max(0, RMS(X - f_A(X)) - B) per clip in
   f_A's loss, so f_A may not move an action clip further than B from the input.
 
@@ -12,13 +14,16 @@ output that step already has); only its recipe (`PenaltyRecipe`) is its own."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from pabench.models import build_model
 from pabench.runtime import wrap_ddp
+from pabench.training.augment import simclr, simclr_draw
 from pabench.training.methods.base import (
+    _anonymize_both,
     _frozen,
     _Privacy,
     _spread,
@@ -70,20 +75,44 @@ class _SSL(_Privacy):
 
     def _loss(self, model: nn.Module, video: torch.Tensor,
               picks: torch.Tensor | None = None) -> torch.Tensor:
-        n, t = video.shape[0], video.shape[2]
+        t = video.shape[2]
         if picks is None:
             picks = self.batches.frames_of(t, 2, distinct=True)  # SPAct's random temporal sampler
-        z = model(_take_frames(video, picks)).view(n, 2, -1)
+        return self._pair_loss(model, _take_frames(video, picks))
+
+    def _pair_loss(self, model: nn.Module, frames: torch.Tensor) -> torch.Tensor:
+        """NT-Xent of frames [2n, 3, H, W], each clip's two in turn."""
+        z = model(frames).view(len(frames) // 2, 2, -1)
         return nt_xent(z[:, 0], z[:, 1], self.r.temperature)
+
+    def _views(self) -> torch.Tensor:
+        """SPAct's privacy branch input ("simclr"): a batch of privacy clips (VISPR images,
+        their labels unused), two distinct frames of each (an image's one frame twice), each
+        SimCLR-augmented as its supplement's C.2 says; [2n, 3, 1, H, W], each clip's two views
+        in turn, each a still clip (f_A reads a still image's frames alike)."""
+        b = self.batches
+        xp, _ = b.private()
+        frames = _take_frames(xp, b.frames_of(xp.shape[2], 2, distinct=True))
+        draw = simclr_draw(b.rng, 2 * b.batch)  # the whole batch's, as every rank draws
+        mine = (2 * np.arange(b.batch)[b.rank::b.world])[:, None] + np.array([0, 1])
+        return simclr(frames, draw.take(mine.ravel()))[:, :, None]
+
+    def _branch(self, model: nn.Module) -> torch.Tensor:
+        """One f_B batch's NT-Xent on f_A's current output, f_A without gradients."""
+        if self.r.ssl_views == "simclr":
+            with torch.no_grad():
+                a = self.nets.fa(self._views())
+            return self._pair_loss(model, a[:, :, 0])
+        x, _ = self.batches.action()
+        with torch.no_grad():
+            a = self.nets.fa(x)
+        return self._loss(model, a)
 
     def pretrain(self) -> list[_Stage]:
         stage = _Stage("privacy", self.r.ssl_steps, self.progress)
         self.fb.train()
         for _ in range(self.r.ssl_steps):
-            x, _ = self.batches.action()
-            with torch.no_grad():
-                a = self.nets.fa(x)
-            loss = self._loss(self.fb_ddp, a)
+            loss = self._branch(self.fb_ddp)
             _update(self.opt_b, loss)
             stage.step(nt_xent=loss)
         _sync_buffers(self.fb)
@@ -96,9 +125,14 @@ class _SSL(_Privacy):
         x, y = self.batches.action()
         extra: dict[str, torch.Tensor] = {}
         with _frozen(nets.ft, self.fb):
-            a = nets.fa_ddp(x)
+            if r.ssl_views == "simclr":  # one f_A pass (DDP): the views as clips of x's length
+                views = self._views()
+                a, av = _anonymize_both(nets.fa_ddp, x, views.expand(-1, -1, x.shape[2], -1, -1))
+            else:
+                a = nets.fa_ddp(x)
             lt = F.cross_entropy(nets.ft(a), y)
-            lb = self._loss(self.fb, a)
+            lb = (self._loss(self.fb, a) if r.ssl_views == "frames"
+                  else self._pair_loss(self.fb, av[:, :, 0]))
             loss = lt - r.omega * lb
             if isinstance(r, PenaltyRecipe):  # every training clip is action data here
                 rms = (x - a).pow(2).flatten(1).mean(1).sqrt()
@@ -112,7 +146,7 @@ class _SSL(_Privacy):
         logits = nets.ft_ddp(a)
         lt_t = F.cross_entropy(logits, y)
         _update(nets.opt_t, lt_t)
-        lb_b = self._loss(self.fb_ddp, a)
+        lb_b = self._loss(self.fb_ddp, a) if r.ssl_views == "frames" else self._branch(self.fb_ddp)
         _update(self.opt_b, lb_b)
         return {"fa_utility": lt, "fa_nt_xent": lb, **extra, "ft_ce": lt_t, "fb_nt_xent": lb_b,
                 "ft_acc": (logits.argmax(1) == y).float().mean()}
