@@ -91,6 +91,21 @@ def percentile_ci(values: np.ndarray, alpha: float = CI_ALPHA) -> tuple[float, f
     return (float(lo), float(hi))
 
 
+def seed_stretch(per_seed: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """The mean of the seeds `picks` resampled (with replacement) from `per_seed` [n, ...],
+    moved away from the all-seed mean by sqrt(n/(n-1)), clipped to the score range [0, 100].
+
+    A mean of n values drawn out of n has (n-1)/n of the variance of the seed mean it stands
+    for (3 seeds: the SD a fifth too small); the stretch restores it. One seed has no seed
+    term: its score is returned as it is."""
+    n = len(per_seed)
+    full = per_seed.mean(axis=0)
+    if n == 1:
+        return full
+    drawn = per_seed[picks].mean(axis=0)
+    return np.clip(full + np.sqrt(n / (n - 1)) * (drawn - full), 0.0, 100.0)
+
+
 def average_precisions(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """scikit-learn's `average_precision_score` of every column of [N, A] at once (the sum
     over distinct score thresholds of recall gained times precision, ties as one threshold).
