@@ -126,6 +126,32 @@ def average_precisions(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
         return gained.sum(axis=0) / tp[-1]
 
 
+class SortedScores:
+    """Columns of scores [N, K] and their labels sorted once, so that the average precision of
+    every column on a bootstrap draw comes from the draw's count of each video
+    (`average_precisions` of the resampled rows, to rounding, without sorting again: a video
+    drawn twice is a tie of itself, which a threshold counts whole as it counts any tie)."""
+
+    def __init__(self, labels: np.ndarray, scores: np.ndarray) -> None:
+        self.order = np.argsort(-scores, axis=0, kind="stable")
+        s = np.take_along_axis(scores, self.order, axis=0)
+        self.end = np.ones_like(s, dtype=bool)
+        self.end[:-1] = s[:-1] != s[1:]
+        self.positive = np.take_along_axis(labels > 0, self.order, axis=0)
+
+    def average_precisions(self, counts: np.ndarray) -> np.ndarray:
+        """AP of every column on the videos drawn `counts` [N] times each."""
+        w = counts[self.order].astype(np.float64)
+        tp = np.cumsum(w * self.positive, axis=0)
+        rank = np.cumsum(w, axis=0)
+        before = np.zeros_like(tp)
+        before[1:] = np.maximum.accumulate(np.where(self.end, tp, 0.0), axis=0)[:-1]
+        gained = np.divide((tp - before) * tp, rank, out=np.zeros_like(tp),
+                           where=self.end & (rank > 0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return gained.sum(axis=0) / tp[-1]
+
+
 def cmap_fixed(probs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
     """cMAP and mean F1 (at p = 0.5) over exactly these attributes, or NaN when one of them
     has a single class among these videos: a bootstrap draw must not silently score another

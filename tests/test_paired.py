@@ -15,7 +15,7 @@ from pabench.evaluation.score import _joint_ci
 from pabench.leaderboard import add_records, build_site, build_tables, load_records
 from pabench.leaderboard.paired import paired, tie_groups
 from pabench.leaderboard.summary import summary_rows
-from pabench.metrics import cmap_fixed, seed_stretch
+from pabench.metrics import SortedScores, average_precisions, cmap_fixed, seed_stretch
 from pabench.protocols import PROTOCOLS
 from pabench.records import AttackerResult, Metrics, Paired, Record, write_record
 from pabench.records.outcomes import Outcomes, outcomes_path, parse_outcomes, videos_hash
@@ -60,6 +60,17 @@ def test_seed_stretch_leaves_one_seed_alone_and_stays_in_range() -> None:
     drawn = seed_stretch(per_seed, np.array([2, 2, 2]))
     assert drawn == 100.0  # 35 + 1.22 * 60 clipped to the score range
     assert seed_stretch(per_seed, np.array([0, 1, 2])) == pytest.approx(35.0)
+
+
+def test_sorted_scores_give_the_aps_of_the_resampled_videos() -> None:
+    rng = np.random.default_rng(5)
+    labels = (rng.random((400, 6)) < 0.3).astype(np.int64)
+    scores = np.round(rng.random((400, 6)), 2)  # ties among videos too
+    columns = SortedScores(labels, scores)
+    for _ in range(5):
+        idx = rng.integers(0, 400, 400)
+        aps = columns.average_precisions(np.bincount(idx, minlength=400))
+        assert aps == pytest.approx(average_precisions(labels[idx], scores[idx]), abs=1e-12)
 
 
 def make_outcomes(privacy_signal: float, action_right: float, seed: int = 0,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pabench.metrics import action_score, cmap_fixed, percentile_ci, seed_stretch
+from pabench.metrics import SortedScores, action_score, percentile_ci, seed_stretch
 from pabench.records import Paired
 from pabench.records.outcomes import Outcomes, outcomes_path, read_outcomes
 
@@ -32,22 +32,19 @@ PAIRED_RESAMPLES = 300
 """Draws of each paired bootstrap, as many as a record's own intervals take."""
 
 
-def _action(o: Outcomes, k: int, idx: np.ndarray) -> float:
-    """Seed k's action score on videos `idx`: top-1 from stored classes, or cMAP."""
-    labels = o.action_labels[idx]
+def _action(o: Outcomes, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Each seed's action score on the videos `idx` (drawn `counts` times each): top-1 from
+    the stored classes, or cMAP."""
     if o.multilabel:
-        names = [str(i) for i in range(labels.shape[1])]
-        return action_score(o.action[k][idx].astype(np.float32), labels, names)
-    return float((o.action[k][idx] == labels).mean() * 100)
+        names = [str(i) for i in range(o.action_labels.shape[1])]
+        return np.array([action_score(pr[idx].astype(np.float32), o.action_labels[idx], names)
+                         for pr in o.action])
+    return (o.action == o.action_labels) @ counts / counts.sum() * 100
 
 
-def _worst(o: Outcomes, privacy: np.ndarray, idx: np.ndarray, picks: np.ndarray | None
-           ) -> float:
-    """The worst attacker's cMAP on videos `idx`, each attacker's seeds resampled by `picks`
-    (None: every seed once)."""
-    y = o.privacy_labels[idx]
-    per = np.array([[cmap_fixed(privacy[m, k][idx], y)[0] for k in range(privacy.shape[1])]
-                    for m in range(privacy.shape[0])])  # [attackers, seeds]
+def _worst(per: np.ndarray, picks: np.ndarray | None) -> float:
+    """The worst attacker's cMAP from each attacker's per-seed cMAPs [M, S], its seeds
+    resampled by `picks` (None: every seed once)."""
     if picks is None:
         return float(per.mean(axis=1).max())
     return float(max(seed_stretch(row, picks) for row in per))
@@ -55,27 +52,39 @@ def _worst(o: Outcomes, privacy: np.ndarray, idx: np.ndarray, picks: np.ndarray 
 
 def paired(a: Outcomes, b: Outcomes, resamples: int = PAIRED_RESAMPLES) -> Paired:
     """`a` less `b`, scored on the same test videos and seeds (`Outcomes.pairs_with`): the
-    difference of the headline scores and its paired-bootstrap 95% interval."""
+    difference of the headline scores and its paired-bootstrap 95% interval. Privacy is each
+    model's cMAP over the attributes, NaN (a dropped draw) where one has a single class among
+    the drawn videos, as `pabench.metrics.cmap_fixed` scores it."""
     if not a.pairs_with(b):
         raise ValueError("paired comparison of outcomes scored on different videos or seeds")
     rng = np.random.default_rng(0)
     n_s, n_a, n_p = len(a.seeds), len(a.action_labels), len(a.privacy_labels)
-    pa, pb = a.privacy.astype(np.float32), b.privacy.astype(np.float32)
-    every_a, every_p = np.arange(n_a), np.arange(n_p)
+    m, y = len(a.attackers), a.privacy_labels > 0
+    both = np.concatenate([a.privacy, b.privacy]).astype(np.float32)  # a's attackers first
+    columns = SortedScores(np.tile(y, 2 * m * n_s),
+                           both.transpose(2, 0, 1, 3).reshape(n_p, -1))
 
-    def action(o: Outcomes, idx: np.ndarray, picks: np.ndarray | None) -> float:
-        per = np.array([_action(o, k, idx) for k in range(n_s)])
-        return float(per.mean() if picks is None else seed_stretch(per, picks))
+    def action(idx: np.ndarray, picks: np.ndarray | None) -> float:
+        counts = np.bincount(idx, minlength=n_a)
+        pa, pb = _action(a, idx, counts), _action(b, idx, counts)
+        return float(pa.mean() - pb.mean() if picks is None
+                     else seed_stretch(pa, picks) - seed_stretch(pb, picks))
+
+    def privacy(idx: np.ndarray, picks: np.ndarray | None) -> float:
+        counts = np.bincount(idx, minlength=n_p)
+        positives = counts @ y
+        if not ((positives > 0) & (positives < len(idx))).all():
+            return float("nan")
+        per = columns.average_precisions(counts).reshape(2 * m, n_s, -1).mean(axis=-1) * 100
+        return _worst(per[:m], picks) - _worst(per[m:], picks)
 
     draws = np.full((resamples, 2), np.nan)
     for i in range(resamples):
         ia, ip = rng.integers(0, n_a, n_a), rng.integers(0, n_p, n_p)
         ks = rng.integers(0, n_s, n_s)
-        draws[i] = (action(a, ia, ks) - action(b, ia, ks),
-                    _worst(a, pa, ip, ks) - _worst(b, pb, ip, ks))
-    return Paired(action=action(a, every_a, None) - action(b, every_a, None),
-                  action_ci=percentile_ci(draws[:, 0]),
-                  privacy_cmap=_worst(a, pa, every_p, None) - _worst(b, pb, every_p, None),
+        draws[i] = action(ia, ks), privacy(ip, ks)
+    return Paired(action=action(np.arange(n_a), None), action_ci=percentile_ci(draws[:, 0]),
+                  privacy_cmap=privacy(np.arange(n_p), None),
                   privacy_cmap_ci=percentile_ci(draws[:, 1]))
 
 
