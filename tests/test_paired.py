@@ -13,6 +13,7 @@ import pytest
 from pabench.errors import PabenchError
 from pabench.evaluation.score import _joint_ci
 from pabench.leaderboard import add_records, build_site, build_tables, load_records
+from pabench.leaderboard.archive import archive
 from pabench.leaderboard.paired import paired, tie_groups
 from pabench.leaderboard.summary import summary_rows
 from pabench.metrics import SortedScores, average_precisions, cmap_fixed, seed_stretch
@@ -89,7 +90,7 @@ def make_outcomes(privacy_signal: float, action_right: float, seed: int = 0,
                     privacy.astype(np.float16), y)
 
 
-def record_of(name: str, o: Outcomes, sha: str) -> Record:
+def record_of(name: str, o: Outcomes, sha: str, version: int | None = None) -> Record:
     """A record whose numbers agree with its outcomes, with wide stored intervals (so that
     interval overlap alone would tie every entry)."""
     action_per_seed = [float((o.action[k] == o.action_labels).mean() * 100)
@@ -106,7 +107,7 @@ def record_of(name: str, o: Outcomes, sha: str) -> Record:
     spec = PROTOCOLS.get(PROTOCOL)
     return Record(
         pabench={"version": "0.1.0", "git": "0123abc"},
-        protocol={"id": PROTOCOL, "version": spec.version},
+        protocol={"id": PROTOCOL, "version": version or spec.version},
         benchmark={"name": "pa-synth", "preset": "tiny", "fingerprints": {"synth-pa": "f" * 16}},
         submission={"name": name, "sha256": hashlib.sha256(name.encode()).hexdigest(),
                     "format": "torch.export", "params": 10},
@@ -120,9 +121,9 @@ def record_of(name: str, o: Outcomes, sha: str) -> Record:
         created="2026-01-01T00:00:00+00:00", command="pabench evaluate", outcomes=sha)
 
 
-def write_entry(folder: Path, name: str, o: Outcomes) -> Path:
+def write_entry(folder: Path, name: str, o: Outcomes, version: int | None = None) -> Path:
     raw = o.to_bytes()
-    rec = record_of(name, o, hashlib.sha256(raw).hexdigest())
+    rec = record_of(name, o, hashlib.sha256(raw).hexdigest(), version)
     path = folder / f"{rec.entry_id}.json"
     folder.mkdir(parents=True, exist_ok=True)
     outcomes_path(path).write_bytes(raw)
@@ -242,3 +243,13 @@ def test_leaderboard_add_copies_the_outcomes(results: Path, tmp_path: Path) -> N
     [added] = add_records(source, official)
     assert outcomes_path(added.path).read_bytes() == outcomes_path(source[0]).read_bytes()
     assert load_records(official)[0][1].outcomes is not None
+
+
+def test_archiving_moves_the_outcomes_with_their_record(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    old = write_entry(results, "old", make_outcomes(0.5, 0.5), version=1)
+    write_entry(results, "now", make_outcomes(0.5, 0.5))
+    archive(results, tmp_path / "archive")
+    assert not outcomes_path(old).exists()
+    assert outcomes_path(tmp_path / "archive" / old.name).is_file()
+    assert [r.submission.name for _, r in load_records(tmp_path / "archive")] == ["old"]
