@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pabench.errors import PabenchError
@@ -168,6 +169,10 @@ def test_the_site_shows_tie_spans_and_neighbours_differences(results: Path,
                                                              tmp_path: Path) -> None:
     build_site(results, ROOT / "leaderboard" / "reported", tmp_path / "site")
     index = (tmp_path / "site" / "index.html").read_text()
+    [csv] = (tmp_path / "site" / "data").glob(f"pa-synth__tiny__{PROTOCOL}__*.csv")
+    table = pd.read_csv(csv).set_index("entry")
+    assert table.loc["twin-b", "vs_previous_privacy_cmap"] == 0.0
+    assert table.loc["twin-a", "vs_previous_privacy_cmap_ci_lo"] > 10
     assert "vs row above" in index and ">2–3</td>" in index
     assert "privacy +0.0 <span class=\"ci\">[+0.0, +0.0]</span>" in index
     [page] = (tmp_path / "site" / "entries").glob("*twin-b.html")
