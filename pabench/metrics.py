@@ -91,6 +91,21 @@ def percentile_ci(values: np.ndarray, alpha: float = CI_ALPHA) -> tuple[float, f
     return (float(lo), float(hi))
 
 
+def seed_stretch(per_seed: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """The mean of the seeds `picks` resampled (with replacement) from `per_seed` [n, ...],
+    moved away from the all-seed mean by sqrt(n/(n-1)), clipped to the score range [0, 100].
+
+    A mean of n values drawn out of n has (n-1)/n of the variance of the seed mean it stands
+    for (3 seeds: the SD a fifth too small); the stretch restores it. One seed has no seed
+    term: its score is returned as it is."""
+    n = len(per_seed)
+    full = per_seed.mean(axis=0)
+    if n == 1:
+        return full
+    drawn = per_seed[picks].mean(axis=0)
+    return np.clip(full + np.sqrt(n / (n - 1)) * (drawn - full), 0.0, 100.0)
+
+
 def average_precisions(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """scikit-learn's `average_precision_score` of every column of [N, A] at once (the sum
     over distinct score thresholds of recall gained times precision, ties as one threshold).
@@ -109,6 +124,32 @@ def average_precisions(labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     gained = np.where(end, (tp - before) * tp / rank, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         return gained.sum(axis=0) / tp[-1]
+
+
+class SortedScores:
+    """Columns of scores [N, K] and their labels sorted once, so that the average precision of
+    every column on a bootstrap draw comes from the draw's count of each video
+    (`average_precisions` of the resampled rows, to rounding, without sorting again: a video
+    drawn twice is a tie of itself, which a threshold counts whole as it counts any tie)."""
+
+    def __init__(self, labels: np.ndarray, scores: np.ndarray) -> None:
+        self.order = np.argsort(-scores, axis=0, kind="stable")
+        s = np.take_along_axis(scores, self.order, axis=0)
+        self.end = np.ones_like(s, dtype=bool)
+        self.end[:-1] = s[:-1] != s[1:]
+        self.positive = np.take_along_axis(labels > 0, self.order, axis=0)
+
+    def average_precisions(self, counts: np.ndarray) -> np.ndarray:
+        """AP of every column on the videos drawn `counts` [N] times each."""
+        w = counts[self.order].astype(np.float64)
+        tp = np.cumsum(w * self.positive, axis=0)
+        rank = np.cumsum(w, axis=0)
+        before = np.zeros_like(tp)
+        before[1:] = np.maximum.accumulate(np.where(self.end, tp, 0.0), axis=0)[:-1]
+        gained = np.divide((tp - before) * tp, rank, out=np.zeros_like(tp),
+                           where=self.end & (rank > 0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return gained.sum(axis=0) / tp[-1]
 
 
 def cmap_fixed(probs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:

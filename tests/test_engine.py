@@ -14,7 +14,8 @@ from torchvision.transforms.functional import rgb_to_grayscale
 from pabench.errors import PabenchError
 from pabench.evaluation import evaluate
 from pabench.protocols import Schedule
-from pabench.records import read_record
+from pabench.records import check_outcomes, read_record
+from pabench.records.outcomes import outcomes_path, read_outcomes
 from pabench.submission import SubmissionMeta, export_submission, from_module
 
 QUICK = quick_protocol("test-quick")
@@ -88,6 +89,27 @@ def test_exported_identity_reproduces_raw_reference(synth_tiny, tmp_path):
     assert rec.metrics.action == rec.raw.action  # same pixels, same seed, same model
     assert rec.metrics.privacy_cmap == rec.raw.privacy_cmap
     assert rec.metrics.action_drop == 0.0
+
+
+def test_scoring_2_keeps_outcomes_and_the_paired_comparison_with_raw_data(synth_tiny,
+                                                                          tmp_path):
+    """Scoring 2: the outcomes file beside the record, named by its sha256, and the
+    submission less the raw reference scored in the same call, on the same videos and seed."""
+    proto = QUICK.model_copy(update={"id": "test-paired", "scoring": 2})
+    f = export_submission(Gray(), tmp_path / "gray.pt2", frames=8, size=32)
+    rec = _run(f, tmp_path, synth_tiny, protocol=proto)
+    path = tmp_path / "results" / f"{rec.entry_id}.json"
+    outcomes = read_outcomes(outcomes_path(path), rec.outcomes or "", path)
+    assert outcomes.action.shape[0] == 1 and outcomes.attackers == ("tiny2d",)
+    assert check_outcomes(read_record(path), path).vs_raw == rec.vs_raw
+    gap, raw = rec.vs_raw, rec.raw
+    assert gap is not None and raw is not None
+    assert gap.action == pytest.approx(rec.metrics.action - raw.action, abs=1e-3)  # top-1: exact
+    assert gap.action_ci[0] <= gap.action <= gap.action_ci[1]
+    # attacker probabilities are kept as float16: the cMAPs move by rounding only
+    assert gap.privacy_cmap == pytest.approx(rec.metrics.privacy_cmap - raw.privacy_cmap,
+                                             abs=0.5)
+    assert rec.metrics.action_ci[0] <= rec.metrics.action <= rec.metrics.action_ci[1]
 
 
 @pytest.mark.parametrize("module, check", [(NaNs(), "finite"), (Half(), "shape")])

@@ -49,6 +49,11 @@ def print_record(record: Record) -> None:
     if raw is not None:
         table.add_row("relative drop", _fmt(m.action_drop, True), _fmt(m.privacy_drop, True),
                       "", "", "")
+    if (g := record.vs_raw) is not None:  # scoring 2: paired on the same videos and seeds
+        table.add_row("less raw (paired)",
+                      f"{g.action:+.1f} [{g.action_ci[0]:+.1f}, {g.action_ci[1]:+.1f}]",
+                      f"{g.privacy_cmap:+.1f} [{g.privacy_cmap_ci[0]:+.1f}, "
+                      f"{g.privacy_cmap_ci[1]:+.1f}]", "", "", "")
     print_table(table)
     attrs = sorted(record.attackers[0].per_attribute)
     att = Table("attacker", "cMAP", "raw cMAP", "F1", "best epochs", *[clean(a) for a in attrs])
@@ -161,6 +166,7 @@ def evaluate(
     from pabench.evaluation import compute, expand, store
     from pabench.evaluation.store import predictions_path
     from pabench.io import check_writable
+    from pabench.records.outcomes import outcomes_path
     from pabench.runtime import is_rank0
     from pabench.submission.core import fail
 
@@ -196,6 +202,8 @@ def evaluate(
             path, replaced = store(evaluation, results, replace=replace,
                                    save_predictions=save_predictions)
             err.print(Text.assemble("replaced " if replaced else "wrote ", cell(path)))
+            if evaluation.record.outcomes is not None:
+                err.print(Text.assemble("wrote ", cell(outcomes_path(path))))
             if save_predictions:
                 err.print(Text.assemble("wrote ", cell(predictions_path(path))))
             if json_out:

@@ -29,6 +29,7 @@ from pabench.evaluation.parallel import train_side_by_side
 from pabench.evaluation.score import score
 from pabench.evaluation.store import Evaluation, sample_strip
 from pabench.io import Progress, git_revision, pabench_home
+from pabench.leaderboard.paired import paired
 from pabench.metrics import relative_drop
 from pabench.models import MODELS
 from pabench.records import (
@@ -217,12 +218,17 @@ def _compute(config: EvaluationConfig, progress: Progress | None, sub: Submissio
     t0 = time.perf_counter()
     metrics, attackers, predictions = score(run, sub)
     run.tick("score", t0)
-    raw_metrics, raw_attackers = metrics, attackers
+    raw_metrics, raw_attackers, raw_predictions = metrics, attackers, predictions
     if not is_raw:
         t0 = time.perf_counter()
-        raw_metrics, raw_attackers, _ = score(run, identity)
+        raw_metrics, raw_attackers, raw_predictions = score(run, identity)
         run.tick("raw_reference", t0)
     spec = run.protocol
+    outcomes, vs_raw = None, None
+    if spec.scoring == 2:  # per-video outcomes, and the paired comparison with the reference
+        mine = predictions.outcomes()
+        outcomes = mine.to_bytes()
+        vs_raw = None if is_raw else paired(mine, raw_predictions.outcomes())
     metrics.action_drop = relative_drop(raw_metrics.action, metrics.action)
     metrics.privacy_drop = relative_drop(raw_metrics.privacy_cmap, metrics.privacy_cmap)
     metrics.privacy_norm, metrics.privacy_norm_ci = normalised(metrics, raw_metrics)
@@ -276,11 +282,12 @@ def _compute(config: EvaluationConfig, progress: Progress | None, sub: Submissio
         metrics=metrics, attackers=attackers, raw=raw_metrics, raw_attackers=raw_attackers,
         seeds=list(run.seeds), hardware=hardware_info(device, threads, workers),
         timings={k: round(v, 3) for k, v in run.timings.items()},
-        consistency=check, ranked=ranked, flags=flags,
+        consistency=check, ranked=ranked, flags=flags, vs_raw=vs_raw,
+        outcomes=hashlib.sha256(outcomes).hexdigest() if outcomes is not None else None,
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         command=config.command or (f"pabench.evaluate({str(config.submission)!r}, "
                                    f"protocol={spec.id!r})"),
     )
     # numbers as the schema stores them, so the record returned and printed is the one written
     record = Record.model_validate_json(record.model_dump_json())
-    return Evaluation(record, sample, predictions)
+    return Evaluation(record, sample, predictions, outcomes)

@@ -19,9 +19,11 @@ from pabench.metrics import (
     percentile_ci,
     privacy_scores,
     scorable,
+    seed_stretch,
     video_scores,
 )
 from pabench.records import AttackerResult, Curve, Metrics
+from pabench.records.outcomes import Outcomes, videos_hash
 from pabench.submission import Submission
 from pabench.training import Trace
 
@@ -83,7 +85,8 @@ def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Pre
     worst_f1 = max(attackers, key=lambda a: a.f1)
     per_seed = [action_score(pr, labels, action_names) for pr in action_preds]
     action_ci, cmap_ci, f1_ci = _joint_ci(action_preds, labels, action_names, attacker_preds,
-                                          y_fixed, paired=bool(sub.replicas))
+                                          y_fixed, paired=bool(sub.replicas),
+                                          stretch=run.protocol.scoring == 2)
     clip = float(np.mean([_clip_action(pr, labels, action_names) for pr in clip_preds]))
     metrics = Metrics(
         action=float(np.mean(per_seed)), action_ci=action_ci, action_clip=clip,
@@ -123,6 +126,25 @@ class Predictions:
     attributes: list[str]
     attacker_preds: dict[str, list[np.ndarray]]
 
+    def outcomes(self) -> Outcomes:
+        """What paired comparisons resample (`pabench.records.outcomes`): top-1's predicted
+        classes (taken before rounding), else probabilities as float16."""
+        a_labels, y = self.action_test.action, self.privacy_test.attributes
+        assert a_labels is not None and y is not None
+        action = np.stack(self.action_preds)
+        keep = [self.privacy_test.attribute_names.index(a) for a in self.attributes]
+        return Outcomes(
+            seeds=np.array(self.seeds, dtype=np.int64),
+            action_videos=videos_hash(self.action_test.video_ids),
+            privacy_videos=videos_hash(self.privacy_test.video_ids),
+            action=(action.astype(np.float16) if a_labels.ndim == 2
+                    else action.argmax(axis=-1).astype(np.int32)),
+            action_labels=a_labels,
+            attackers=tuple(self.attacker_preds),
+            privacy=np.stack([np.stack(p) for p in self.attacker_preds.values()]
+                             ).astype(np.float16),
+            privacy_labels=y[:, keep])
+
     def table(self) -> pd.DataFrame:
         parts = [(self.action_test, "action", "target", self.target, self.action_names,
                   self.action_preds)]
@@ -139,23 +161,33 @@ class Predictions:
 
 def _joint_ci(action_preds: list[np.ndarray], labels: np.ndarray, action_names: list[str],
               attacker_preds: dict[str, list[np.ndarray]], y_fixed: np.ndarray,
-              paired: bool = False
+              paired: bool = False, stretch: bool = False
               ) -> tuple[tuple[float, float], tuple[float, float], tuple[float, float]]:
     """One bootstrap for all three intervals: each draw resamples both test sets' videos and,
     per model, its seeds; privacy is the worst attacker *of that draw*. `paired`: seed k of
     every model saw replica k's output, so a draw resamples replicas, one pick for all models
-    (the max over attackers then compares attackers of the same anonymizers)."""
+    (the max over attackers then compares attackers of the same anonymizers). `stretch`
+    (scoring 2): each model's seed-resampled mean is moved away from the draw's all-seed mean
+    by `seed_stretch`, so that the seed term has the seed mean's full variance."""
     rng = np.random.default_rng(0)
     n_a, n_p = len(labels), len(y_fixed)
     draws = np.full((BOOTSTRAP_RESAMPLES, 3), np.nan)
     for b in range(BOOTSTRAP_RESAMPLES):
         ia, ip = rng.integers(0, n_a, n_a), rng.integers(0, n_p, n_p)
         ks = shared = rng.integers(0, len(action_preds), len(action_preds))
-        draws[b, 0] = np.mean([action_score(action_preds[k][ia], labels[ia], action_names)
-                               for k in ks])
+        if stretch:
+            draws[b, 0] = seed_stretch(np.array([action_score(pr[ia], labels[ia], action_names)
+                                                 for pr in action_preds]), ks)
+        else:
+            draws[b, 0] = np.mean([action_score(action_preds[k][ia], labels[ia], action_names)
+                                   for k in ks])
         worst = np.full(2, -np.inf)
         for preds in attacker_preds.values():
             ks = shared if paired else rng.integers(0, len(preds), len(preds))
+            if stretch:
+                per_seed = np.array([cmap_fixed(pr[ip], y_fixed[ip]) for pr in preds])
+                worst = np.maximum(worst, seed_stretch(per_seed, ks))
+                continue
             per = {k: cmap_fixed(preds[k][ip], y_fixed[ip]) for k in set(ks.tolist())}
             worst = np.maximum(worst, np.mean([per[k] for k in ks], axis=0))
         draws[b, 1:] = worst

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,8 @@ from pabench.data.clipset import ClipSet
 from pabench.errors import PabenchError
 from pabench.evaluation.score import Predictions
 from pabench.io import atomic_write_bytes
-from pabench.records import Record, write_record
+from pabench.records import Record, check_replace, write_record
+from pabench.records.outcomes import outcomes_path
 
 
 @dataclass
@@ -23,6 +25,7 @@ class Evaluation:
     record: Record
     sample: np.ndarray  # uint8 [H, W, 3]
     predictions: Predictions | None = None
+    outcomes: bytes | None = None  # the file `record.outcomes` names (scoring 2)
 
 
 def sample_strip(raw: ClipSet, anon: ClipSet, n: int = 3) -> np.ndarray:
@@ -45,10 +48,11 @@ def predictions_path(record_file: Path) -> Path:
 
 def store(evaluation: Evaluation, output_dir: Path, *, replace: bool = False,
           save_predictions: bool = False) -> tuple[Path, bool]:
-    """Write the record, the sample PNG and with `save_predictions` the per-video predictions
-    beside it (`NAME.predictions.parquet`); an existing record of another submission is only
-    replaced with `replace` (see `write_record`), and then nothing is written. Returns the
-    path and whether it replaced one."""
+    """Write the record, the sample PNG, its outcomes (scoring 2: `NAME.outcomes.npz`) and
+    with `save_predictions` the per-video predictions beside it (`NAME.predictions.parquet`);
+    an existing record of another submission is only replaced with `replace` (see
+    `write_record`), and then nothing is written. Returns the path and whether it replaced
+    one."""
     record = evaluation.record.model_copy(deep=True)
     path = record_path(record, output_dir)
     sample = Path("samples") / f"{path.stem}.png"
@@ -57,7 +61,14 @@ def store(evaluation: Evaluation, output_dir: Path, *, replace: bool = False,
     record.samples = [sample.as_posix()]
     if save_predictions and evaluation.predictions is None:
         raise PabenchError(f"{path}: this evaluation kept no predictions to save")
-    replaced = write_record(record, path, replace=replace)  # refuses before anything is written
+    if (evaluation.outcomes is None) != (record.outcomes is None) or (
+            evaluation.outcomes is not None
+            and hashlib.sha256(evaluation.outcomes).hexdigest() != record.outcomes):
+        raise PabenchError(f"{path}: the record does not name the outcomes kept with it")
+    check_replace(record, path, replace=replace)  # refuses before anything is written
+    if evaluation.outcomes is not None:  # first, so a record never names a missing file
+        atomic_write_bytes(outcomes_path(path), evaluation.outcomes)
+    replaced = write_record(record, path, replace=replace)
     atomic_write_bytes(Path(output_dir) / sample, png.getvalue())
     if save_predictions and evaluation.predictions is not None:
         buffer = io.BytesIO()

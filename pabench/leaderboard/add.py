@@ -6,7 +6,8 @@ results folder is checked as it would be after the add (as `leaderboard build` w
 and only then is anything written, so a refused add changes nothing. A record of an entry
 already in the folder replaces that entry's file only when it is the same submission, or with
 `replace`; either way the caller is told. A record written from uncommitted code (its `git`
-ends in `-dirty`) is refused: an official number must be reproducible from a commit.
+ends in `-dirty`) is refused: an official number must be reproducible from a commit. A
+record's outcomes file (scoring 2: `pabench.records.outcomes`) is checked and copied with it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,15 @@ from pabench.errors import PabenchError
 from pabench.io import atomic_write_bytes
 from pabench.leaderboard.samples import sample_files
 from pabench.leaderboard.tables import build_tables, load_records
-from pabench.records import Record, check_record, check_replace, read_record, write_record
+from pabench.records import (
+    Record,
+    check_outcomes,
+    check_record,
+    check_replace,
+    read_record,
+    write_record,
+)
+from pabench.records.outcomes import outcomes_path
 
 
 @dataclass(frozen=True)
@@ -61,7 +70,7 @@ def add_records(paths: Iterable[Path], results: Path, *, replace: bool = False) 
     owner = {(results / rel).resolve(): path for path, rec in existing for rel in rec.samples}
     plans: dict[Path, _Plan] = {}
     for source in map(Path, paths):
-        record = check_record(read_record(source), source)
+        record = check_outcomes(check_record(read_record(source), source), source)
         git = record.pabench.get("git", "")
         if git.endswith("-dirty"):
             raise PabenchError(f"{source}: written from uncommitted code (git {git}); official "
@@ -84,10 +93,12 @@ def add_records(paths: Iterable[Path], results: Path, *, replace: bool = False) 
     # the folder as the next build will see it: duplicate entries are refused here, not there
     after = {path: rec for path, rec in existing}
     after.update({path: p.record for path, p in plans.items()})
-    build_tables(sorted(after.items()))
+    build_tables(sorted(after.items()), paired=False)
     added = []
     for p in plans.values():
-        for src, dest in p.samples:
+        copies = [*p.samples, *([(outcomes_path(p.source), outcomes_path(p.path))]
+                                if p.record.outcomes is not None else [])]
+        for src, dest in copies:
             if src.resolve() != dest.resolve():
                 atomic_write_bytes(dest, src.read_bytes())
         write_record(p.record, p.path, replace=replace)

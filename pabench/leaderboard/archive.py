@@ -1,6 +1,6 @@
 """`leaderboard archive`: the official folder keeps each protocol's current version only.
 
-Records of older protocol versions move, byte for byte with their sample strips and raw
+Records of older protocol versions move, byte for byte with their sample strips, outcomes and raw
 references, into an archive folder laid out as a results folder (`leaderboard build --results
 DIR` renders it) with a dataset card, which `repo_id` pushes to the Hugging Face Hub as a
 dataset repository. The records that stay are rewritten in the current schema (slim: raw
@@ -24,6 +24,7 @@ from pabench.io import atomic_write_bytes, atomic_write_text
 from pabench.leaderboard.samples import sample_files
 from pabench.leaderboard.tables import Entry, build_tables, load_records
 from pabench.records import REFERENCES, stored, write_record
+from pabench.records.outcomes import outcomes_path
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,11 @@ class ArchiveSummary:
 
 
 def _files(results: Path, entry: Entry) -> list[Path]:
-    """An archived entry's files: the record, its samples and the reference it names."""
+    """An archived entry's files: the record, its samples, its outcomes (scoring 2) and the
+    reference it names."""
     files = [entry.path, *sample_files(entry.path, entry.record)]
+    if entry.record.outcomes is not None:  # load_records checked the file and its hash
+        files.append(outcomes_path(entry.path))
     sha = json.loads(entry.path.read_bytes()).get("raw_reference")
     if isinstance(sha, str):  # a v5 record (read_record checked the file and its hash)
         files.append(entry.path.parent / REFERENCES / f"{sha}.json")

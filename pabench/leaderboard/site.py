@@ -29,6 +29,7 @@ from pabench.leaderboard.agreement import MIN_SHARED, rank_agreement
 from pabench.leaderboard.calibration import MEANING, METHODS, calibrate
 from pabench.leaderboard.curves import curve_plots
 from pabench.leaderboard.links import entry_links
+from pabench.leaderboard.paired import columns as paired_columns
 from pabench.leaderboard.reported import ReportedGroup, by_source, load_reported
 from pabench.leaderboard.samples import sample_files
 from pabench.leaderboard.scatter import scatter
@@ -49,8 +50,8 @@ ROW_COLUMNS = [
     "action_metric", "action", "action_ci_lo", "action_ci_hi", "action_drop", "privacy_cmap",
     "privacy_cmap_ci_lo", "privacy_cmap_ci_hi", "privacy_norm", "privacy_norm_ci_lo",
     "privacy_norm_ci_hi", "base_cmap", "privacy_drop", "privacy_f1", "privacy_f1_ci_lo",
-    "privacy_f1_ci_hi", "worst_attacker", "params", "flops", "sha256", "f_a_recipe", "created",
-    "record",
+    "privacy_f1_ci_hi", "worst_attacker", *paired_columns(None), "params", "flops", "sha256",
+    "f_a_recipe", "created", "record",
 ]
 REPORTED_COLUMNS = [
     "source", "table", "protocol", "setting", "action_dataset", "privacy_dataset", "method",

@@ -70,16 +70,22 @@ def _ci(value: float, ci: tuple[float, float]) -> str:
     return f"{value:.1f} [{ci[0]:.1f}, {ci[1]:.1f}]"
 
 
+def _diff(value: float, ci: tuple[float, float]) -> str:
+    return f"{value:+.1f} [{ci[0]:+.1f}, {ci[1]:+.1f}]"
+
+
 def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, str]]:
     """One row per entry, best privacy first, the raw reference and the controls after the
     ranked entries (as on the site): in a ranked table the privacy rank or tie group (none for
-    the reference, the controls and unranked records), action,
-    worst-case cMAP with its CI (and the same entry's in `against`, when given), the worst
+    the reference, the controls and unranked records), action, worst-case cMAP with its CI,
+    where ranks come from paired tests each entry less the one above it (privacy and action,
+    with their paired intervals), the same entry's cMAP in `against` when given, the worst
     attacker's cMAP per seed, each attacker's cMAP (in the first record's attacker order),
     wall time and the pabench commit that made it; a learned baseline's record of an older
     recipe is marked beside its name."""
     other = {e.name: e.m for e in against.entries} if against else {}
     archs = list(dict.fromkeys(a.arch for e in table.entries for a in e.record.attackers))
+    paired = any(e.vs_previous for e in table.entries)
     rows = []
     for e in sorted(table.entries, key=lambda e: not e.competes):  # stable: ranks kept
         m, rec = e.m, e.record
@@ -87,6 +93,10 @@ def summary_rows(table: Table, against: Table | None = None) -> list[dict[str, s
         older = " (older recipe)" if e.recipe_changes else ""  # as the site marks it
         row |= {"entry": e.name + older, "action": f"{m.action:.1f}",
                 "worst-case cMAP": _ci(m.privacy_cmap, m.privacy_cmap_ci)}
+        if paired:
+            g = e.vs_previous
+            row |= {"privacy vs above": _diff(g.privacy_cmap, g.privacy_cmap_ci) if g else "",
+                    "action vs above": _diff(g.action, g.action_ci) if g else ""}
         if against:
             was = other.get(e.name)
             row[f"{against.protocol}@{against.version}"] = (

@@ -23,13 +23,16 @@ from pathlib import Path
 from typing import Literal
 
 from pabench.errors import PabenchError
+from pabench.leaderboard.paired import columns, rank_paired
 from pabench.leaderboard.ranking import pareto_flags, tie_ranks
 from pabench.protocols import LEGACY, NEXT, PROTOCOLS, ProtocolSpec
 from pabench.records import (
     REFERENCES,
     AttackerResult,
     Metrics,
+    Paired,
     Record,
+    check_outcomes,
     check_record,
     read_record,
 )
@@ -50,6 +53,7 @@ class Entry:
     path: Path
     pareto: bool = False
     rank: tuple[int, int] | None = None  # privacy tie group, in ranked tables only
+    vs_previous: Paired | None = None  # this less the entry above it (`paired.rank_paired`)
 
     @property
     def id(self) -> str:
@@ -188,6 +192,7 @@ class Entry:
             "privacy_f1_ci_lo": m.privacy_f1_ci[0],
             "privacy_f1_ci_hi": m.privacy_f1_ci[1],
             "worst_attacker": m.worst_attacker,
+            **columns(self.vs_previous),
             "params": s.params,
             "flops": s.flops,
             "sha256": s.sha256,
@@ -331,13 +336,16 @@ def load_records(results: Path) -> list[tuple[Path, Record]]:
     for p in paths:
         if p.is_symlink():
             raise PabenchError(f"{p}: is a symbolic link; records must be regular files")
-    return [(p, check_record(read_record(p), p)) for p in paths]
+    return [(p, check_outcomes(check_record(read_record(p), p), p)) for p in paths]
 
 
-def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
+def build_tables(records: Iterable[tuple[Path, Record]], *, paired: bool = True
+                 ) -> list[Table]:
     """Group records into tables; in ranked tables mark the Pareto front and the privacy tie
-    groups of the ranked records other than the reference and the controls. Rows are ordered
-    by worst-case privacy cMAP, best first.
+    groups of the ranked records other than the reference and the controls: from paired
+    comparisons of neighbours where every such record has outcomes (`paired.rank_paired`;
+    `paired=False` skips them, for a check of the folder), else from interval overlap. Rows
+    are ordered by worst-case privacy cMAP, best first.
 
     Two records of one entry (the same name, ignoring case: case-insensitive file systems
     would give them one page) are refused, naming both files."""
@@ -359,10 +367,13 @@ def build_tables(records: Iterable[tuple[Path, Record]]) -> list[Table]:
             continue
         ranked = [e for e in table.shown if e.competes]
         flags = pareto_flags([(e.m.action, e.m.privacy_cmap) for e in ranked])
-        ranks = tie_ranks([e.m.privacy_cmap for e in ranked],
-                          [e.m.privacy_cmap_ci for e in ranked])
-        for e, flag, rank in zip(ranked, flags, ranks, strict=True):
-            e.pareto, e.rank = flag, rank
+        for e, flag in zip(ranked, flags, strict=True):
+            e.pareto = flag
+        if not (paired and rank_paired(ranked)):
+            ranks = tie_ranks([e.m.privacy_cmap for e in ranked],
+                              [e.m.privacy_cmap_ci for e in ranked])
+            for e, rank in zip(ranked, ranks, strict=True):
+                e.rank = rank
     for table in tables.values():
         if table.upcoming:
             now = next((t for t in tables.values() if t.current and (t.benchmark, t.preset,

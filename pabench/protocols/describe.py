@@ -90,6 +90,8 @@ def spec_rows(p: ProtocolSpec) -> list[tuple[str, str]]:
          else f"shared with version {p.models_of}"),
         ("paper setting", p.paper_setting or "-"),
         *reproduces,
+        *([("scoring", "2: seed resampling stretched to the seed mean's variance; per-video "
+            "outcomes stored; ranks from paired tests of neighbours")] if p.scoring == 2 else []),
     ]
 
 

@@ -159,6 +159,11 @@ class ProtocolSpec(_Frozen):
     # a reproduction's paper setting and, one sentence each, every way it cannot match it
     reproduces: Reproduces | None = Field(default=None, exclude_if=_unset)
     approximations: tuple[str, ...] = Field(default=(), exclude_if=_unset)
+    # how records are scored: 1 resamples n seeds out of n inside each bootstrap draw; 2
+    # stretches each draw's seed-resampled mean from the draw's all-seed mean by sqrt(n/(n-1)),
+    # so intervals carry the seeds' full variance, and stores each entry's per-video outcomes
+    # beside its record for paired comparisons of neighbours (`pabench.leaderboard.paired`)
+    scoring: Literal[1, 2] = Field(default=1, exclude_if=lambda v: v == 1)
 
     @model_validator(mode="after")
     def _reproduction(self) -> ProtocolSpec:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 
 from pabench.errors import PabenchError
+from pabench.records.outcomes import outcomes_path, read_outcomes
 from pabench.records.schema import AttackerResult, Metrics, Record
 
 SCORE_ROUNDING = 0.5e-4
@@ -53,6 +55,14 @@ def check_record(record: Record, source: object) -> Record:
     if problems:
         raise PabenchError(f"{source}: numbers do not agree with each other: {problems[0]} "
                            "(edited by hand? records are written by pabench)")
+    return record
+
+
+def check_outcomes(record: Record, record_file: Path) -> Record:
+    """`record` if the outcomes file it names (scoring 2) is beside `record_file` with the
+    sha256 it names; a missing or altered file is refused in one line naming it."""
+    if record.outcomes is not None:
+        read_outcomes(outcomes_path(record_file), record.outcomes, record_file)
     return record
 
 

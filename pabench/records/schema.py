@@ -271,6 +271,27 @@ class Verification(_Strict):
     digest: Sha256
 
 
+Difference = Annotated[float, Field(ge=-100.0, le=100.0, allow_inf_nan=False),
+                       PlainSerializer(_percent, when_used="json")]
+"""One score less another, in points: stored as a score is."""
+
+
+class Paired(_Strict):
+    """This entry less another scored on the same test videos and seeds (protocols with
+    `scoring: 2`): action and worst-case privacy cMAP, each with the central 95% interval of a
+    paired bootstrap (the same videos and seeds resampled for both in each draw, the worst
+    attacker taken inside each draw: `pabench.leaderboard.paired`)."""
+
+    action: Difference
+    action_ci: Annotated[tuple[Difference, Difference], AfterValidator(_ordered)]
+    privacy_cmap: Difference
+    privacy_cmap_ci: Annotated[tuple[Difference, Difference], AfterValidator(_ordered)]
+
+
+def _absent(v: object) -> bool:
+    return v is None
+
+
 Provenance = Literal["maintainer-verified", "pabench-baseline", "self-reported"]
 
 
@@ -299,6 +320,11 @@ class Record(_Strict):
     ranked: bool = True
     flags: list[str] = Field(default_factory=list)
     verification: Verification | None = None
+    # scoring 2 on: the sha256 of the per-video outcomes beside the record
+    # (`pabench.records.outcomes`), and the paired comparison with the raw reference run in the
+    # same call; left out while unset, so earlier records read and digest as they did
+    outcomes: Sha256 | None = Field(default=None, exclude_if=_absent)
+    vs_raw: Paired | None = Field(default=None, exclude_if=_absent)
 
     @property
     def provenance(self) -> Provenance:

@@ -95,7 +95,8 @@ def verify_pack(pack: Path, results: Path, secret: str, *, device: str = "cpu",
         record = record.model_copy(update={"verification": unsigned.model_copy(
             update={"digest": record_digest(record)})})
         with tempfile.TemporaryDirectory(prefix="pabench-verify-") as tmp:
-            staged, _ = store(Evaluation(record, evaluation.sample), Path(tmp))
+            staged, _ = store(Evaluation(record, evaluation.sample,
+                                                outcomes=evaluation.outcomes), Path(tmp))
             [added] = add_records([staged], results, replace=replace)
     return Verified(record, added.path, added.replaced, compare(submitted.metrics,
                                                                  record.metrics))
