@@ -25,7 +25,7 @@ from pabench.data.builders import (
     vispr,
 )
 from pabench.data.hub import read_meta
-from pabench.evaluation import evaluate, score
+from pabench.evaluation import evaluate
 from pabench.models import MODELS
 from pabench.protocols import NEXT, ClipSpec, ProtocolSpec, Schedule, protocols_for
 from pabench.records import Record, check_record, read_record
@@ -65,13 +65,6 @@ def micro(spec: ProtocolSpec) -> ProtocolSpec:
         "weights": None, "clip": MICRO_CLIP, "seeds": (0,), "consistency_check": False,
         "schedule": short(spec.schedule),
         "attacker_schedule": spec.attacker_schedule and short(spec.attacker_schedule)})
-
-
-@pytest.fixture(autouse=True)
-def _few_bootstrap_draws(monkeypatch: pytest.MonkeyPatch) -> None:
-    """50 bootstrap draws rather than 300: the intervals must exist and agree with their
-    headlines, not be precise (P-HVU's multi-label action cMAP rescores every tag a draw)."""
-    monkeypatch.setattr(score, "BOOTSTRAP_RESAMPLES", 50)
 
 
 def _hmdb_media(shared_real: Path) -> list[str]:
