@@ -30,7 +30,7 @@ def test_local_jobs_write_what_the_process_writes(synth_tiny: Path, tmp_path: Pa
                for p in (QUICK, broken)]
     jobs = cluster.submit(configs, tmp_path / "results", executor="local",
                           options={"folder": tmp_path / "jobs" / "%j"})
-    good, bad = cluster.wait(jobs)
+    good, bad = cluster.outcomes(jobs)
     assert bad.record is None and bad.error is not None and "\n" not in bad.error
     assert "absent" in bad.error
     assert bad.label == f"baseline:identity on test-broken@{QUICK.version}"
@@ -56,7 +56,9 @@ def test_failed_jobs_are_one_line_each_and_fail_the_command(tmp_path: Path) -> N
     lines = out.stderr.strip().splitlines()
     assert lines[0].startswith("submitted job ") and "on ucf101-vispr1" in lines[0]
     assert "failed: baseline:identity on ucf101-vispr1@" in lines[1] and "ucf101" in lines[1]
-    assert lines[-1].startswith("error: 1 of 1 jobs failed (logs in ")
+    log = Path(lines[1].rsplit("(log: ", 1)[1].rstrip(")"))
+    assert log.is_file() and "Traceback" in log.read_text()
+    assert lines[-1].startswith("error: 1 of 1 jobs failed (their logs are named above)")
     queued = pabench_main(*args, "--no-wait")
     assert queued.returncode == 0 and queued.stdout.strip().isdigit(), queued.stderr
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -16,6 +17,9 @@ from pabench.cli.usage import checking_arguments
 from pabench.errors import PabenchError
 from pabench.io import pabench_home
 from pabench.records import Record
+
+if TYPE_CHECKING:
+    from pabench.evaluation import EvaluationConfig
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -245,8 +249,8 @@ def _cluster_options(executor: str, pairs: list[str], no_wait: bool) -> dict | N
     return parse_options(pairs)
 
 
-def _on_cluster(configs: list, results: Path, executor: str, options: dict, *, wait: bool,
-                replace: bool, save_predictions: bool, json_out: bool) -> None:
+def _on_cluster(configs: list[EvaluationConfig], results: Path, executor: str, options: dict,
+                *, wait: bool, replace: bool, save_predictions: bool, json_out: bool) -> None:
     """Submit one job per evaluation; unless told not to, wait for all and report each, a
     failed one in one line, then fail if any did (the others' records are written)."""
     from pabench.evaluation import cluster
@@ -259,11 +263,13 @@ def _on_cluster(configs: list, results: Path, executor: str, options: dict, *, w
     if not wait:
         print(" ".join(str(job.job_id) for job, _ in jobs))
         return
-    outcomes = cluster.wait(jobs)
-    records = []
-    for o in outcomes:
+    records: list[Record] = []
+    failed = 0
+    for o in cluster.outcomes(jobs):
         if o.record is None:
-            err.print(Text.assemble(f"job {o.job_id} failed: ", cell(f"{o.label}: {o.error}")))
+            failed += 1
+            err.print(Text.assemble(f"job {o.job_id} failed: ",
+                                    cell(f"{o.label}: {o.error} (log: {o.log})")))
             continue
         err.print(Text.assemble(f"job {o.job_id} wrote ", cell(o.record)))
         record = read_record(o.record)
@@ -272,8 +278,6 @@ def _on_cluster(configs: list, results: Path, executor: str, options: dict, *, w
         else:
             print_record(record)
     _print_json(records, several=len(configs) > 1)
-    failed = [o for o in outcomes if o.record is None]
     if failed:
-        folder = Path(jobs[0][0].paths.stderr).parent
-        raise PabenchError(f"{len(failed)} of {len(outcomes)} jobs failed (logs in {folder}); "
+        raise PabenchError(f"{failed} of {len(jobs)} jobs failed (their logs are named above); "
                            "rerun the command: finished evaluations come back from the caches")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,10 +52,11 @@ class EvaluationJob:
 
 @dataclass
 class Outcome:
-    """A finished job: the record it wrote, or its error in one line."""
+    """A finished job: the record it wrote, or its error in one line; `log` is its stderr."""
 
     job_id: str
     label: str
+    log: Path
     record: Path | None = None
     error: str | None = None
 
@@ -148,14 +149,12 @@ def last_line(error: BaseException) -> str:
     return line.removeprefix(f"{PabenchError.__module__}.")
 
 
-def wait(jobs: list[tuple[Any, EvaluationJob]]) -> list[Outcome]:
-    """Every job's outcome once all have finished, in submission order."""
-    outcomes = []
+def outcomes(jobs: list[tuple[Any, EvaluationJob]]) -> Iterator[Outcome]:
+    """Each job's outcome, in submission order, as soon as it and those before it finish."""
     for job, what in jobs:
-        outcome = Outcome(str(job.job_id), what.label)
+        outcome = Outcome(str(job.job_id), what.label, Path(job.paths.stderr))
         try:
             outcome.record = Path(job.result())
         except Exception as e:  # a failed job is reported, the others still count
             outcome.error = last_line(e)
-        outcomes.append(outcome)
-    return outcomes
+        yield outcome
