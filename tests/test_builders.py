@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import pickle
-import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -15,53 +14,28 @@ import datasets
 import numpy as np
 import pandas as pd
 import pytest
+import realfmt
 from PIL import Image
+from realfmt import HVU, PA, TEDSPAD, copy_original, tiny_mp4
 
 from pabench.data.builders import hmdb51, hmdb51_minus_pa, p_hvu, pa_hmdb51, stprivacy, vispr
 from pabench.data.builders import ucf101 as ucf
 from pabench.data.builders.common import Source
 from pabench.data.clipset import load_clipset
-from pabench.data.hub import encode_mp4, read_meta
+from pabench.data.hub import read_meta
 from pabench.data.safe_pickle import load_pickle
 from pabench.errors import PabenchError
-
-PA = "VITA-Group__PA-HMDB51"
-SPLITS = "VITA-Group__Privacy-AdversarialLearning/HMDB51/standard_split/split1"
-STP = "ming1993li__stprivacy/annotations"
-TEDSPAD = "UCF-CRCV__TeD-SPAD"
-HVU = "holistic-video-understanding__HVU-Dataset"
 
 
 @pytest.fixture(scope="session")
 def mp4() -> bytes:
-    frames = np.random.default_rng(0).integers(0, 255, (3, 16, 16, 3), dtype=np.uint8)
-    return encode_mp4(frames)
-
-
-def _copy(original: Path, dest: Path) -> None:
-    """Copy a file or a tree, contents only (the shared originals are read-only)."""
-    if original.is_dir():
-        for path in original.rglob("*"):
-            if path.is_file():
-                _copy(path, dest / path.relative_to(original))
-    else:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(original, dest)
+    return tiny_mp4()
 
 
 @pytest.fixture(scope="session")
 def hmdb_source(shared_real: Path, mp4: bytes, tmp_path_factory) -> Path:
     """HMDB51 layout: every video STPrivacy labels (6,766, original `#` names) as a stand-in."""
-    src = tmp_path_factory.mktemp("hmdb-source")
-    _copy(shared_real / SPLITS, src / hmdb51.SPLIT_DIR)
-    _copy(shared_real / PA / "PrivacyAttributes", src / pa_hmdb51.ANNOTATION_DIR)
-    label_file = "hmdb51_privacy_attribute_label.pickle"
-    _copy(shared_real / STP / label_file, src / label_file)
-    for key in load_pickle(src / label_file):
-        path = src / hmdb51.VIDEO_DIR / Path(key).with_suffix(".avi")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(mp4)
-    return src
+    return realfmt.hmdb_source(shared_real, tmp_path_factory.mktemp("hmdb-source"), clips=(mp4,))
 
 
 @pytest.fixture(scope="session")
@@ -163,7 +137,7 @@ def test_vp_hmdb51(hmdb_source: Path, tmp_path: Path) -> None:
     # the other documented order swaps the first two columns (no media: all skipped, labels read)
     empty = tmp_path / "empty"
     for name in (hmdb51.SPLIT_DIR, "hmdb51_privacy_attribute_label.pickle"):
-        _copy(hmdb_source / name, empty / name)
+        copy_original(hmdb_source / name, empty / name)
     (empty / hmdb51.VIDEO_DIR).mkdir()
     swapped = stprivacy.build_vp_hmdb51(empty, tmp_path / "vp2", column_order="face-first")
     assert len(swapped.skipped) == 6766 and read_meta(tmp_path / "vp2").source["column_order"][
@@ -173,30 +147,8 @@ def test_vp_hmdb51(hmdb_source: Path, tmp_path: Path) -> None:
         stprivacy.parse_column_order("alphabetical")
 
 
-def _ucf_source(shared_real: Path, mp4: bytes, root: Path, with_media: int) -> Path:
-    """Official ucfTrainTestlist files for the 13,320 videos STPrivacy labels (split 1 puts
-    groups 1-7 in test), class order from TeD-SPAD's action_classes.json; media for a few."""
-    label_file = "ucf101_privacy_attribute_label.pickle"
-    _copy(shared_real / STP / label_file, root / label_file)
-    names = sorted(load_pickle(root / label_file))
-    text = (shared_real / TEDSPAD / "action_classes.json").read_text()
-    classes = json.loads(text)["classes"]
-    lists = root / ucf.LIST_DIR
-    lists.mkdir(parents=True)
-    (lists / "classInd.txt").write_text("".join(f"{i} {c}\r\n" for c, i in classes.items()))
-    avi = [str(Path(n).with_suffix(".avi")) for n in names]
-    test = [n for n in avi if int(n.split("_g")[1][:2]) <= 7]
-    train = [f"{n} {classes[n.split('/')[0]]}" for n in avi if n not in set(test)]
-    (lists / "trainlist01.txt").write_text("\r\n".join(train) + "\r\n")
-    (lists / "testlist01.txt").write_text("\r\n".join(test) + "\r\n")
-    for n in avi[:with_media]:
-        (root / ucf.VIDEO_DIR / n).parent.mkdir(parents=True, exist_ok=True)
-        (root / ucf.VIDEO_DIR / n).write_bytes(mp4)
-    return root
-
-
 def test_ucf101_and_vp_ucf101(shared_real: Path, mp4: bytes, tmp_path: Path) -> None:
-    src = _ucf_source(shared_real, mp4, tmp_path / "src", with_media=600)
+    src = realfmt.ucf_source(shared_real, tmp_path / "src", media=600, clips=(mp4,))
     report = ucf.build(src, tmp_path / "ucf101")
     assert sum(report.videos.values()) == 600
     reasons = Counter(s["reason"] for s in report.skipped)
@@ -219,7 +171,7 @@ def test_vispr1_from_tedspad_pickles(shared_real: Path, tmp_path: Path) -> None:
     data = jpg.read_bytes()
     positives = {}
     for split in ("train", "test"):
-        _copy(shared_real / TEDSPAD / "vispr_labels" / f"{split}_labels.pkl",
+        copy_original(shared_real / TEDSPAD / "vispr_labels" / f"{split}_labels.pkl",
               src / f"{split}_labels.pkl")
         labels = load_pickle(src / f"{split}_labels.pkl")
         positives[split] = np.stack([np.reshape(v, -1) for v in labels.values()]).sum(0)
@@ -240,36 +192,8 @@ def test_vispr1_from_tedspad_pickles(shared_real: Path, tmp_path: Path) -> None:
         vispr.build_vispr2(src, tmp_path / "vispr2")
 
 
-def _vispr_json_source(shared_real: Path, root: Path, per_split: int) -> tuple[Path, dict]:
-    """VISPR's per-image JSON layout for the first images of each official split list; labels
-    are VISPR1 ids from TeD-SPAD's pickles plus two VISPR2 ids on alternate images."""
-    lists = shared_real / "VITA-Group__Privacy-AdversarialLearning" / "VISPR"
-    tedspad = {**load_pickle(shared_real / TEDSPAD / "vispr_labels" / "train_labels.pkl"),
-               **load_pickle(shared_real / TEDSPAD / "vispr_labels" / "test_labels.pkl")}
-    png = root / "x.png"
-    root.mkdir(parents=True)
-    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(png)
-    written: dict = {}
-    for split in ("train", "val", "test"):
-        rels = (lists / f"{split}2017.txt").read_text().split()[:per_split]
-        (root / f"{split}2017.txt").write_text("\n".join(rels) + "\n")
-        for k, rel in enumerate(rels):
-            image_id = Path(rel).stem
-            vec = np.reshape(tedspad.get(image_id, np.zeros(7)), -1)
-            labels = [a for a, v in zip(vispr.TEDSPAD_ORDER, vec, strict=True) if v]
-            labels += ["a6_hair_color", "a73_landmark"] if k % 2 else ["a0_safe"]
-            image = f"images/{split}2017/{image_id}.png"
-            (root / image).parent.mkdir(parents=True, exist_ok=True)
-            (root / image).write_bytes(png.read_bytes())
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(json.dumps({"id": image_id, "image_path": image,
-                                                "labels": labels}))
-            written[rel] = labels
-    return root, written
-
-
 def test_vispr_from_per_image_json(shared_real: Path, tmp_path: Path) -> None:
-    src, written = _vispr_json_source(shared_real, tmp_path / "src", per_split=40)
+    src, written = realfmt.vispr_json_source(shared_real, tmp_path / "src", per_split=40)
     bad = "annotations/val2017/" + Path((src / "val2017.txt").read_text().split()[3]).name
     (src / bad).write_text("{not json")
     report = vispr.build_vispr1(src, tmp_path / "vispr1")
@@ -292,8 +216,8 @@ def test_vispr_from_per_image_json(shared_real: Path, tmp_path: Path) -> None:
 
 def test_p_hvu_categories(shared_real: Path, mp4: bytes, tmp_path: Path) -> None:
     src = tmp_path / "src"
-    _copy(shared_real / HVU / p_hvu.TAXONOMY, src / p_hvu.TAXONOMY)
-    _copy(shared_real / HVU / "HVU_Val_V1.0.zip", src / "HVU_Val_V1.0.zip")
+    copy_original(shared_real / HVU / p_hvu.TAXONOMY, src / p_hvu.TAXONOMY)
+    copy_original(shared_real / HVU / "HVU_Val_V1.0.zip", src / "HVU_Val_V1.0.zip")
     sample = pd.read_csv(shared_real / HVU / "HVU_Val_V1.0.sample200.csv", dtype=str)
     (src / p_hvu.CLIP_DIR).mkdir()
     for k, row in sample.iterrows():  # both naming conventions the builder accepts
@@ -321,7 +245,7 @@ def test_p_hvu_categories(shared_real: Path, mp4: bytes, tmp_path: Path) -> None
 def test_missing_and_corrupt_media_are_reported(hmdb_source: Path, tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / hmdb51.VIDEO_DIR).mkdir(parents=True)
-    _copy(hmdb_source / hmdb51.SPLIT_DIR, src / hmdb51.SPLIT_DIR)
+    copy_original(hmdb_source / hmdb51.SPLIT_DIR, src / hmdb51.SPLIT_DIR)
     annotations = src / pa_hmdb51.ANNOTATION_DIR
     annotations.mkdir()
     record = json.loads((hmdb_source / pa_hmdb51.ANNOTATION_DIR / "kiss.json").read_text())
@@ -330,7 +254,7 @@ def test_missing_and_corrupt_media_are_reported(hmdb_source: Path, tmp_path: Pat
            "broken.avi": {"face": [[0, 5, 7]]}}
     (annotations / "kiss.json").write_text(json.dumps(bad))
     (annotations / "hug.json").write_text("[")
-    _copy(hmdb_source / hmdb51.VIDEO_DIR / "kiss" / names[1],
+    copy_original(hmdb_source / hmdb51.VIDEO_DIR / "kiss" / names[1],
           src / hmdb51.VIDEO_DIR / "kiss" / names[1])
     (src / hmdb51.VIDEO_DIR / "kiss" / names[2]).write_bytes(b"\x00not a video" * 10)
     report = pa_hmdb51.build(src, tmp_path / "out")
@@ -346,8 +270,8 @@ def test_embed_media_keeps_loader_working(hmdb_source: Path, tmp_path: Path) -> 
     src = tmp_path / "src"
     (src / pa_hmdb51.ANNOTATION_DIR).mkdir(parents=True)
     for cls in ("kiss", "hug"):
-        _copy(hmdb_source / hmdb51.VIDEO_DIR / cls, src / hmdb51.VIDEO_DIR / cls)
-        _copy(hmdb_source / pa_hmdb51.ANNOTATION_DIR / f"{cls}.json",
+        copy_original(hmdb_source / hmdb51.VIDEO_DIR / cls, src / hmdb51.VIDEO_DIR / cls)
+        copy_original(hmdb_source / pa_hmdb51.ANNOTATION_DIR / f"{cls}.json",
               src / pa_hmdb51.ANNOTATION_DIR / f"{cls}.json")
     report = pa_hmdb51.build(src, tmp_path / "out", embed_media=True)
     assert report.videos["test"] > 10

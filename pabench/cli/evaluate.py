@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -16,6 +17,9 @@ from pabench.cli.usage import checking_arguments
 from pabench.errors import PabenchError
 from pabench.io import pabench_home
 from pabench.records import Record
+
+if TYPE_CHECKING:
+    from pabench.evaluation import EvaluationConfig
 
 
 def _fmt(value: float | None, pct: bool = False) -> str:
@@ -87,18 +91,22 @@ def _training_seeds(record: Record) -> str:
 
 LOCAL_FOLDERS = ("--output-dir", "--data-dir")
 FILE_OPTIONS = ("--meta", "--replica")
+WHERE_IT_RUNS = ("--executor", "--slurm")
 
 
 def rerun_command(argv: list[str], submissions: list[str]) -> str:
     """The command a record keeps to re-run it, naming no local path: submission, sidecar and
     replica files by their file name (`pabench evaluate my.pt2 --protocol known`), and
-    without --output-dir / --data-dir, which are where this machine keeps things."""
+    without --output-dir / --data-dir, which are where this machine keeps things, nor where
+    it ran (--executor, --slurm, --no-wait), which does not change the record."""
     files = {s for s in submissions if not s.startswith("baseline:")}
     kept: list[str] = []
     tokens = iter(argv)
     for token in tokens:
         option, eq, value = token.partition("=")
-        if option in LOCAL_FOLDERS:
+        if token == "--no-wait":
+            continue
+        if option in LOCAL_FOLDERS + WHERE_IT_RUNS:
             if not eq:
                 next(tokens, None)
         elif option in FILE_OPTIONS:
@@ -150,6 +158,14 @@ def evaluate(
     replica: list[Path] = typer.Option(
         [], rich_help_panel=ADVANCED, help="The method trained with another seed, one file "
         "per evaluation seed after the first (repeat): seed k's models score replica k"),
+    executor: str = typer.Option("here", rich_help_panel=ADVANCED, help="here, slurm (a "
+                                 "submitit job per submission and protocol) or local (those "
+                                 "jobs as local processes)"),
+    slurm: list[str] = typer.Option([], rich_help_panel=ADVANCED, metavar="KEY=VALUE",
+                                    help="submitit parameter of the jobs (repeat): "
+                                    "slurm_partition=P, timeout_min=M, folder=DIR, ..."),
+    no_wait: bool = typer.Option(False, "--no-wait", rich_help_panel=ADVANCED,
+                                 help="Print the jobs' ids and return"),
 ) -> None:
     """Score an anonymizer: fresh targets and attackers trained on its output.
 
@@ -161,8 +177,6 @@ def evaluate(
 
       pabench evaluate baseline:downsample-4x,black --preset tiny --json
     """
-    from pydantic import TypeAdapter
-
     from pabench.evaluation import compute, expand, store
     from pabench.evaluation.store import predictions_path
     from pabench.io import check_writable
@@ -171,6 +185,7 @@ def evaluate(
     from pabench.submission.core import fail
 
     with checking_arguments():
+        cluster_options = _cluster_options(executor, slurm, no_wait)
         for submission in submissions:
             if not submission.startswith("baseline:") and not Path(submission).exists():
                 raise fail(Path(submission), "file not found")
@@ -194,6 +209,10 @@ def evaluate(
                   "standard for the full-size benchmark)")
     results = output_dir or pabench_home() / "results"
     check_writable(results)  # fail before hours of training, not after
+    if cluster_options is not None:
+        _on_cluster(configs, results, executor, cluster_options, wait=not no_wait,
+                    replace=replace, save_predictions=save_predictions, json_out=json_out)
+        return
     records: list[Record] = []
     for config in configs:
         with progress_bar() as bar:
@@ -210,6 +229,63 @@ def evaluate(
                 records.append(evaluation.record)
             else:
                 print_record(evaluation.record)
-    if records:  # one JSON document on stdout, whatever the number of records
-        print(records[0].model_dump_json(indent=2) if len(configs) == 1
-              else TypeAdapter(list[Record]).dump_json(records, indent=2).decode())
+    _print_json(records, several=len(configs) > 1)
+
+
+def _print_json(records: list[Record], several: bool) -> None:
+    """One JSON document on stdout, whatever the number of records."""
+    from pydantic import TypeAdapter
+
+    if records:
+        print(TypeAdapter(list[Record]).dump_json(records, indent=2).decode() if several
+              else records[0].model_dump_json(indent=2))
+
+
+def _cluster_options(executor: str, pairs: list[str], no_wait: bool) -> dict | None:
+    """The submitit parameters of `--executor slurm|local`, checked before any work; None to
+    evaluate in this process."""
+    from pabench.errors import unknown_name
+
+    if executor == "here":
+        if pairs or no_wait:
+            raise PabenchError("--slurm and --no-wait are for --executor slurm (or local)")
+        return None
+    from pabench.evaluation.cluster import EXECUTORS, parse_options
+
+    if executor not in EXECUTORS:
+        raise unknown_name("executor", executor, ("here", *EXECUTORS))
+    return parse_options(pairs)
+
+
+def _on_cluster(configs: list[EvaluationConfig], results: Path, executor: str, options: dict,
+                *, wait: bool, replace: bool, save_predictions: bool, json_out: bool) -> None:
+    """Submit one job per evaluation; unless told not to, wait for all and report each, a
+    failed one in one line, then fail if any did (the others' records are written)."""
+    from pabench.evaluation import cluster
+    from pabench.records import read_record
+
+    jobs = cluster.submit(configs, results, executor=executor, options=options,
+                          replace=replace, save_predictions=save_predictions)
+    for job, what in jobs:
+        err.print(Text.assemble(f"submitted job {job.job_id}: ", cell(what.label)))
+    if not wait:
+        print(" ".join(str(job.job_id) for job, _ in jobs))
+        return
+    records: list[Record] = []
+    failed = 0
+    for o in cluster.outcomes(jobs):
+        if o.record is None:
+            failed += 1
+            err.print(Text.assemble(f"job {o.job_id} failed: ",
+                                    cell(f"{o.label}: {o.error} (log: {o.log})")))
+            continue
+        err.print(Text.assemble(f"job {o.job_id} wrote ", cell(o.record)))
+        record = read_record(o.record)
+        if json_out:
+            records.append(record)
+        else:
+            print_record(record)
+    _print_json(records, several=len(configs) > 1)
+    if failed:
+        raise PabenchError(f"{failed} of {len(jobs)} jobs failed (their logs are named above); "
+                           "rerun the command: finished evaluations come back from the caches")
