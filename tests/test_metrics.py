@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from sklearn.metrics import accuracy_score, average_precision_score, f1_score
 
 from pabench.metrics import bootstrap_ci, privacy_scores, relative_drop, top1, video_scores
@@ -72,3 +73,23 @@ def test_vectorised_average_precision_equals_scikit_learns() -> None:
             s[: n // 2] = 1.0
         expected = [average_precision_score(y[:, j], s[:, j]) for j in range(a)]
         np.testing.assert_allclose(average_precisions(y, s), expected, rtol=0, atol=1e-12)
+
+
+def test_a_draw_missing_a_rare_tags_class_keeps_that_tags_full_set_value():
+    """P-HVU has tags with a handful of positives: a draw without one of them is scored with
+    that tag's full-test-set AP and F1, never NaN, and the other tags as drawn."""
+    from pabench.metrics import cmap_fixed, per_attribute
+
+    rng = np.random.default_rng(0)
+    labels = np.zeros((200, 2), np.int8)
+    labels[:100, 0] = 1
+    labels[7, 1] = 1  # one positive only
+    probs = np.clip(labels * 0.6 + rng.uniform(0, 0.5, labels.shape), 0, 1)
+    full = per_attribute(probs, labels)
+    draw = np.arange(8, 200)  # the rare tag's positive is not drawn
+    assert np.isnan(cmap_fixed(probs[draw], labels[draw])[0])
+    cmap, f1 = cmap_fixed(probs[draw], labels[draw], full)
+    first = per_attribute(probs[draw], labels[draw])
+    assert cmap == pytest.approx(100 * (first[0][0] + full[0][1]) / 2)
+    assert f1 == pytest.approx(100 * (first[1][0] + full[1][1]) / 2)
+    assert cmap_fixed(probs, labels, full) == cmap_fixed(probs, labels)

@@ -16,6 +16,7 @@ from pabench.metrics import (
     action_score,
     base_rate_cmap,
     cmap_fixed,
+    per_attribute,
     percentile_ci,
     privacy_scores,
     scorable,
@@ -171,6 +172,8 @@ def _joint_ci(action_preds: list[np.ndarray], labels: np.ndarray, action_names: 
     by `seed_stretch`, so that the seed term has the seed mean's full variance."""
     rng = np.random.default_rng(0)
     n_a, n_p = len(labels), len(y_fixed)
+    full = {arch: [per_attribute(pr, y_fixed) for pr in preds]
+            for arch, preds in attacker_preds.items()}
     draws = np.full((BOOTSTRAP_RESAMPLES, 3), np.nan)
     for b in range(BOOTSTRAP_RESAMPLES):
         ia, ip = rng.integers(0, n_a, n_a), rng.integers(0, n_p, n_p)
@@ -182,13 +185,15 @@ def _joint_ci(action_preds: list[np.ndarray], labels: np.ndarray, action_names: 
             draws[b, 0] = np.mean([action_score(action_preds[k][ia], labels[ia], action_names)
                                    for k in ks])
         worst = np.full(2, -np.inf)
-        for preds in attacker_preds.values():
+        for arch, preds in attacker_preds.items():
             ks = shared if paired else rng.integers(0, len(preds), len(preds))
             if stretch:
-                per_seed = np.array([cmap_fixed(pr[ip], y_fixed[ip]) for pr in preds])
+                per_seed = np.array([cmap_fixed(pr[ip], y_fixed[ip], full[arch][k])
+                                     for k, pr in enumerate(preds)])
                 worst = np.maximum(worst, seed_stretch(per_seed, ks))
                 continue
-            per = {k: cmap_fixed(preds[k][ip], y_fixed[ip]) for k in set(ks.tolist())}
+            per = {k: cmap_fixed(preds[k][ip], y_fixed[ip], full[arch][k])
+                   for k in set(ks.tolist())}
             worst = np.maximum(worst, np.mean([per[k] for k in ks], axis=0))
         draws[b, 1:] = worst
     return (percentile_ci(draws[:, 0]), percentile_ci(draws[:, 1]),
