@@ -40,7 +40,7 @@ class BuildContext:
     cache_dir: Path | None = None
     detector_weights: Path | None = None  # real video: a local torchvision detector file
     replica: int = 0  # a learned baseline's k-th training seed: its recipe's seed + k
-    data_version: int = 0  # pa-synth: the generator whose scenes its segmenter knows (0: newest)
+    data_version: int = 0  # pa-synth: the generator its segmenter knows (0: the default one)
 
     def __post_init__(self) -> None:
         # imported here: pa-synth pulls in datasets and pandas, and the submission door imports

@@ -145,6 +145,9 @@ def build(
     device: Annotated[str, typer.Option(help="pa-synth: the device you will evaluate on "
                                              "(picks the auto preset)")] = "cpu",
     seed: Annotated[int, typer.Option(help="pa-synth seed")] = 0,
+    generator: Annotated[int | None, typer.Option(
+        help="pa-synth generator version (default: the one the default protocols read; 3: "
+             "protocol v7's articulated people)")] = None,
     source: Annotated[
         Path | None, typer.Option(rich_help_panel=REAL, help="The downloaded originals")
     ] = None,
@@ -162,7 +165,7 @@ def build(
 
     Examples:
 
-      pabench datasets build pa-synth --preset tiny
+      pabench datasets build pa-synth --preset tiny --generator 3
 
       pabench datasets build vispr1 --source ~/downloads/vispr
     """
@@ -171,6 +174,7 @@ def build(
 
     start = time.perf_counter()
     if name in BENCHMARKS or name in SYNTH_DATASETS:
+        version = generator or GENERATOR_VERSION
         if source is not None or option:
             raise UsageError(f"'{name}' is generated: --source and --option apply to real "
                              "datasets only")
@@ -181,10 +185,11 @@ def build(
                       "for the full-size benchmark)")
         names = tuple(SYNTH_DATASETS) if name in BENCHMARKS else (name,)
         # by default, the very folder `pabench evaluate` reads (another seed gets its own)
-        other = f"pa-synth-v{GENERATOR_VERSION}-{chosen}-seed{seed}"
-        out_dir = out_dir or (synth_dir(chosen) if seed == 0 else data_home() / other)
+        other = f"pa-synth-v{version}-{chosen}-seed{seed}"
+        out_dir = out_dir or (synth_dir(chosen, version) if seed == 0 else data_home() / other)
         with progress_bar() as bar:
-            built = build_synth(out_dir, preset=chosen, seed=seed, names=names, progress=bar)
+            built = build_synth(out_dir, preset=chosen, seed=seed, names=names, progress=bar,
+                                version=version)
         size = sum(f.stat().st_size for p in built.values() for f in p.rglob("*") if f.is_file())
         out.print(f"built {len(built)} datasets in {clean(out_dir)} ({size / 1e6:.1f} MB) "
                   f"in {time.perf_counter() - start:.1f} s", soft_wrap=True)

@@ -3,6 +3,7 @@ datasets and builder (`build`)."""
 
 from pabench.data.synth.build import (
     GENERATOR_VERSION,
+    NEWEST_GENERATOR,
     PRESETS,
     PUBLIC_TEST_SEED,
     SYNTH_CARD,
@@ -32,7 +33,7 @@ from pabench.data.synth.scene import (
 )
 
 __all__ = [
-    "FLAT_VERSION",
+    "FLAT_VERSION", "NEWEST_GENERATOR",
     "GENERATOR_VERSION", "KNOWN_ACTIONS", "KNOWN_ATTRIBUTES", "NOVEL_ACTIONS",
     "NOVEL_ATTRIBUTES", "OBJECTS", "PRESETS", "PUBLIC_TEST_SEED", "SCENES", "SYNTH_CARD",
     "SYNTH_DATASETS", "Preset", "SynthClip", "SynthDatasetSpec", "TestSeed", "build_synth",

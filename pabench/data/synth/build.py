@@ -16,11 +16,8 @@ import numpy as np
 import pandas as pd
 
 from pabench.data.hub import encode_mp4, write_card, write_meta, write_split
-from pabench.data.synth.articulated import (
-    KNOWN_ACTIONS_V3,
-    NOVEL_ACTIONS_V3,
-    render_articulated,
-)
+from pabench.data.synth.articulated import render_articulated
+from pabench.data.synth.poses import KNOWN_ACTIONS_V3, NOVEL_ACTIONS_V3
 from pabench.data.synth.scene import (
     FLAT_VERSION,
     KNOWN_ACTIONS,
@@ -38,9 +35,12 @@ from pabench.errors import PabenchError, unknown_name
 if TYPE_CHECKING:
     import datasets
 
-GENERATOR_VERSION = 3
-"""The newest generator: v3 renders articulated people (`articulated`), v1-v2 the flat figures
-of `scene`, each version kept so every released protocol's records can be re-made."""
+NEWEST_GENERATOR = 3
+"""v3 renders articulated people (`articulated`), v1-v2 the flat figures of `scene`; every
+version is kept so that every released protocol's records can be re-made."""
+GENERATOR_VERSION = 2
+"""The generator the default protocol versions read, so a build without a version is the one
+`pabench evaluate` reads by default (tests/test_protocols.py holds the two together)."""
 
 @dataclass(frozen=True)
 class Preset:
@@ -222,9 +222,9 @@ def build_synth(
 ) -> dict[str, Path]:
     """Render and write pa-synth datasets into `out/<dataset>/` (Hub-ready folders); test
     splits come from `test_seed` (the meta says "private" and never holds the secret)."""
-    if not 1 <= version <= GENERATOR_VERSION:
+    if not 1 <= version <= NEWEST_GENERATOR:
         raise PabenchError(f"pa-synth generator version {version}: this pabench renders "
-                           f"versions 1-{GENERATOR_VERSION}")
+                           f"versions 1-{NEWEST_GENERATOR}")
     from pabench.data.hub import Card, DatasetMeta
     from pabench.io import check_writable
 
