@@ -77,8 +77,8 @@ def main() -> None:
         best = f"{r['best_score']:8.1f}" if r else f"{'':8s}"
         plateau = f"{r['score_plateau_epoch']:10d}" if r else f"{'':10s}"
         to_plateau = f"{per_epoch * r['score_plateau_epoch'] / 1e9:16.0f}" if r else ""
-        print(f"{model:24s} {counts[model]:4d}/{total:<4d} {fwd / 1e6:12.1f} "
-              f"{per_epoch / 1e9:11.1f} {best} {plateau} {to_plateau}")
+        print(f"{model:24s} {counts[model]:4d}/{total:<4d} {fwd / 1e6:12.2f} "
+              f"{per_epoch / 1e9:11.2f} {best} {plateau} {to_plateau}")
 
 
 if __name__ == "__main__":
