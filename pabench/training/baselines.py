@@ -210,7 +210,7 @@ def train_and_export(method: str, out: Path | None = None, *, preset: str = "aut
                            curves=curves, eval_every=eval_every, resume=resume)
     # on every rank: under torchrun the attacker trains with DDP like any other fit
     measured = measure_held_out(copy.deepcopy(result.net).to(device).eval(), source.preset,
-                                seed=spec.seed, device=device,
+                                seed=spec.seed, device=device, generator=source.generator,
                                 progress=progress if rank0 else None) if held_out_attack else None
     if curves is None:
         return None
@@ -248,8 +248,8 @@ def _build(method: str, ctx: BuildContext) -> nn.Module:
                            "the file it writes")
     recipe = default_recipe(method)
     recipe = recipe.model_copy(update={"seed": _training_seed(method, ctx.replica)})
-    result = load_or_train(method, ctx.preset, recipe=recipe, cache_dir=ctx.cache_dir,
-                           device=ctx.device)
+    result = load_or_train(method, synth_source(ctx.preset, ctx.data_version), recipe=recipe,
+                           cache_dir=ctx.cache_dir, device=ctx.device)
     result.net.trained_on = result.trained_on
     # records name the recipe (its steps move a result as much as its seed does)
     result.net.training_recipe = recipe.model_dump(mode="json")

@@ -5,8 +5,9 @@ design (short budgets, restarts): VITA's recipe reads 68 there and 90 in the eva
 on it rewards fooling those opponents, not hiding the attributes. This measure does what an
 evaluation does, without reading a benchmark split: a fresh attacker of an architecture that
 neither trains f_A nor scores any protocol (`tiny-dense2d`) learns the known attributes to
-convergence, as the newest `known` protocol trains its attackers (schedule, augmentation and,
-from v4, standardized inputs: a recipe must not be tuned towards blinding the attacker), from
+convergence, as the newest `known` protocol on the same generator's clips trains its attackers
+(schedule, augmentation and, from v4, standardized inputs: a recipe must not be tuned towards
+blinding the attacker), from
 f_A's output of held-out clips of the training namespace, and is scored on other held-out
 clips of it. From v5 on, whose attackers include one reading each frame standardized by its own
 statistics, the same architecture does so too and the measure is the worse of the two: spact's
@@ -29,11 +30,11 @@ import torch
 from torch import nn
 
 from pabench.data.clipset import as_frames
-from pabench.data.synth import KNOWN_ATTRIBUTES, get_preset
+from pabench.data.synth import GENERATOR_VERSION, KNOWN_ATTRIBUTES, get_preset
 from pabench.io import Progress
 from pabench.metrics import privacy_scores
 from pabench.models import MODELS
-from pabench.protocols import NEXT, ProtocolSpec, Schedule, get_protocol
+from pabench.protocols import CATALOG, ProtocolSpec, Schedule
 from pabench.training import FitSpec, Trace, fit, predict
 from pabench.training.attackers import HELD_OUT_ATTACKER, HELD_OUT_FRAMESTD
 from pabench.training.pools import as_tensor, render_pool
@@ -61,6 +62,13 @@ class HeldOutAttack:
     per_model: dict[str, float]
 
 
+def known_for(generator: int) -> ProtocolSpec:
+    """The newest `known` version reading generator `generator`'s clips: the one whose fits
+    the held-out measure trains as (v6 for generator 2, v7 for generator 3)."""
+    return max((m.spec for m in CATALOG["known"] if m.spec.data_version == generator),
+               key=lambda s: s.version)
+
+
 def held_out_attackers(known: ProtocolSpec) -> tuple[str, ...]:
     """`tiny-dense2d`, and on frames standardized too where `known` has such an attacker."""
     framestd = any(MODELS.get(a).frame_standardized for a in known.attackers)
@@ -71,7 +79,8 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
                     seed: int = 0, train_clips: int | None = None,
                     test_clips: int | None = None, device: str = "cpu", batch: int = 32,
                     schedule: Schedule | None = None, progress: Progress | None = None,
-                    stage: str = "held-out attacker") -> HeldOutAttack:
+                    stage: str = "held-out attacker",
+                    generator: int = GENERATOR_VERSION) -> HeldOutAttack:
     """cMAP of fresh `held_out_attackers` (the worse) trained on `anonymize`'s output of
     `train_clips` held-out clips (the training namespace's `val` split, `seed`'s draw; by
     default as many as pa-synth's privacy train split has) and tested on `test_clips` others
@@ -79,8 +88,8 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
     shape. `schedule` replaces the protocol's attacker schedule (a shorter budget for a quick
     look; a recipe check keeps the protocol's); `stage` names the attackers' progress bars."""
     train_clips, test_clips = train_clips or TRAIN_CLIPS, test_clips or TEST_CLIPS
-    p, known = get_preset(preset), NEXT.get("known", get_protocol("known"))
-    pool = render_pool(preset, train_clips + test_clips, seed, split="val")
+    p, known = get_preset(preset), known_for(generator)
+    pool = render_pool(preset, train_clips + test_clips, seed, split="val", generator=generator)
     out = np.empty_like(pool.videos)
     with torch.no_grad():
         for i in range(0, len(pool), batch):
@@ -108,8 +117,8 @@ def held_out_attack(anonymize: Callable[[torch.Tensor], torch.Tensor], preset: s
 
 
 def select_snapshot(net: nn.Module, snapshots: list[dict], preset: str, *, seed: int,
-                    device: str = "cpu", progress: Progress | None = None
-                    ) -> list[dict[str, float]]:
+                    device: str = "cpu", progress: Progress | None = None,
+                    generator: int = GENERATOR_VERSION) -> list[dict[str, float]]:
     """Load into `net` the kept f_A that fresh `held_out_attack`ers of seed `seed` +
     SELECT_SEED_OFFSET find most private (the later on a tie), among those whose held-out
     top-1 is within SELECT_TOP1_DROP of the first snapshot's (f_A before the minimax, the
@@ -122,7 +131,7 @@ def select_snapshot(net: nn.Module, snapshots: list[dict], preset: str, *, seed:
         if snap["val_top1"] >= floor:
             net.load_state_dict(snap["weights"])
             cmap = held_out_attack(net.eval(), preset, seed=seed + SELECT_SEED_OFFSET,
-                                   device=device, progress=progress,
+                                   device=device, progress=progress, generator=generator,
                                    stage=f"selection probe, step {snap['step']}:").cmap
         rows.append({"step": float(snap["step"]), "val_top1": float(snap["val_top1"]),
                      "cmap": cmap})

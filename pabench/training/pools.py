@@ -20,12 +20,15 @@ from pabench.anonymizers.learned import TRAIN_DATASET
 from pabench.data.clipset import ClipSet, load_clipset
 from pabench.data.hub import built_dataset, read_meta, split_fingerprint
 from pabench.data.synth import (
-    KNOWN_ACTIONS,
+    FLAT_VERSION,
+    GENERATOR_VERSION,
     KNOWN_ATTRIBUTES,
     clip_rng,
+    dataset_spec,
     get_preset,
     render_clip,
 )
+from pabench.data.synth.articulated import render_articulated
 from pabench.errors import PabenchError
 from pabench.io import pabench_home
 from pabench.protocols import REAL_FRAMES_PER_CLIP
@@ -63,6 +66,7 @@ class TrainingSource:
     action_classes: tuple[str, ...]
     attribute_names: tuple[str, ...]
     data_dir: Path | None = None
+    generator: int = GENERATOR_VERSION  # pa-synth: the generator whose clips it renders
 
     @property
     def real(self) -> bool:
@@ -72,7 +76,7 @@ class TrainingSource:
         """(action pool, privacy pool or None when the action clips carry the attributes)
         of the training clips; pa-synth renders `clips`."""
         if not self.real:
-            return render_pool(self.preset, clips, seed), None
+            return render_pool(self.preset, clips, seed, generator=self.generator), None
         if is_rank0():  # decode once, before the other torchrun ranks map the stores
             self._clipsets()
         barrier()
@@ -81,7 +85,8 @@ class TrainingSource:
     def held_out(self, clips: int, seed: int) -> tuple[ClipPool, ClipPool | None]:
         """The same for at most `clips` held-out clips of the training namespace."""
         if not self.real:
-            return render_pool(self.preset, clips, seed, split="val"), None
+            return render_pool(self.preset, clips, seed, split="val",
+                               generator=self.generator), None
         action, privacy = self._real_pools(seed, held_out=True)
         return _first(action, clips), None if privacy is None else _first(privacy, clips)
 
@@ -108,10 +113,14 @@ class TrainingSource:
         return pool(action, True, False), pool(privacy, False, True)
 
 
-def synth_source(preset: str) -> TrainingSource:
+def synth_source(preset: str, generator: int = GENERATOR_VERSION) -> TrainingSource:
+    """pa-synth clips of `preset` from generator `generator`; the key of generator 1-2's
+    flat figures is the preset alone, as it was before generator 3."""
     p = get_preset(preset)
-    return TrainingSource(preset, p.frames, p.size, preset, (f"pa-synth-{TRAIN_DATASET}",),
-                          tuple(KNOWN_ACTIONS), tuple(KNOWN_ATTRIBUTES))
+    key = preset if generator <= FLAT_VERSION else f"{preset}-g{generator}"
+    return TrainingSource(preset, p.frames, p.size, key, (f"pa-synth-{TRAIN_DATASET}",),
+                          dataset_spec("synth-action", generator).actions,
+                          tuple(KNOWN_ATTRIBUTES), generator=generator)
 
 
 def real_source(data_dir: Path, action_data: str, privacy_data: str, frames: int,
@@ -142,16 +151,20 @@ def real_source(data_dir: Path, action_data: str, privacy_data: str, frames: int
         data_dir=data_dir)
 
 
-def render_pool(preset: str, clips: int, seed: int = 0, split: str = "train") -> ClipPool:
+def render_pool(preset: str, clips: int, seed: int = 0, split: str = "train",
+                generator: int = GENERATOR_VERSION) -> ClipPool:
     """Clips from the anonymizer's own seed namespace, known actions in turn (balanced); the
     "val" split holds the held-out clips the curves are measured on."""
     p = get_preset(preset)
+    known = dataset_spec("synth-action", generator).actions
     videos, actions, attrs = [], [], []
     for i in range(clips):
-        action = KNOWN_ACTIONS[i % len(KNOWN_ACTIONS)]
-        clip = render_clip(clip_rng(seed, TRAIN_DATASET, split, i), action, p.frames, p.size)
+        action = known[i % len(known)]
+        rng = clip_rng(seed, TRAIN_DATASET, split, i)
+        clip = (render_articulated(rng, action, p.frames, p.size) if generator > FLAT_VERSION
+                else render_clip(rng, action, p.frames, p.size, generator))
         videos.append(clip.video)
-        actions.append(KNOWN_ACTIONS.index(action))
+        actions.append(known.index(action))
         attrs.append([clip.attributes[a] for a in KNOWN_ATTRIBUTES])
     return ClipPool(np.stack(videos), np.arange(clips), np.array(actions, np.int64),
                     np.array(attrs, np.float32))

@@ -150,7 +150,8 @@ class _Run:
         if len(self.snapshots) > 1:  # the first is the reference, before the minimax
             selection = select_snapshot(self.nets.fa, self.snapshots, self.source.preset,
                                         seed=self.recipe.seed, device=self.device,
-                                        progress=self.progress)
+                                        progress=self.progress,
+                                        generator=self.source.generator)
         return TrainResult(self.nets.fa.cpu().eval(), self.losses, curves=rows or [],
                            selection=selection)
 
