@@ -260,3 +260,16 @@ def test_build_context_resolves_auto_and_refuses_unknown_presets() -> None:
     assert BuildContext().preset == "tiny" and BuildContext(preset="standard").preset == "standard"
     with pytest.raises(PabenchError, match="unknown preset 'huge'"):
         BuildContext(preset="huge")
+
+
+def test_the_segmenter_of_generator_v3_is_its_own(tmp_path):
+    """Protocol v7's obfuscation baselines find people with a segmenter trained on generator
+    v3's clips, cached apart; the flat figures of v1-v2 keep the file they always had."""
+    from pabench.anonymizers.segmenter import cache_path, render_frames
+
+    assert cache_path("tiny", tmp_path).name == "segmenter-tiny-v1.pt"
+    assert cache_path("tiny", tmp_path, 2) == cache_path("tiny", tmp_path)
+    assert cache_path("tiny", tmp_path, 3).name == "segmenter-tiny-v1-g3.pt"
+    flat, _ = render_frames("tiny", "segmenter-train", 2)
+    v3, masks = render_frames("tiny", "segmenter-train", 2, data_version=3)
+    assert flat.shape == v3.shape and not np.array_equal(flat, v3) and masks[:, 0].any()

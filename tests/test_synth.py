@@ -99,3 +99,37 @@ def test_bad_names_and_unwritable_out(tmp_path):
     blocker.write_text("")
     with pytest.raises(PabenchError, match="not writable"):
         build_synth(blocker / "sub", preset="tiny")
+
+
+def test_generator_v3_draws_attributes_independently_of_the_action():
+    """Generator v3 (protocol v7): 24 known actions, and each private attribute's rate is the
+    same whatever the action (a binomial test over 40 clips per action: 5 standard errors)."""
+    from pabench.data.synth import dataset_spec
+
+    p = PRESETS["tiny"]
+    actions = dataset_spec("synth-action", 3).actions
+    assert len(actions) == 24 and not set(actions) & set(dataset_spec("synth-action-novel",
+                                                                       3).actions)
+    clips = [render_dataset_clip(0, "synth-pa", "test", i, p, version=3) for i in range(960)]
+    assert [c.action for c in clips[:24]] == list(actions)
+    for attribute in ("skin_color", "face", "gender", "nudity", "relationship"):
+        rates = np.array([np.mean([c.attributes[attribute] for c in clips if c.action == a])
+                          for a in actions])
+        assert np.abs(rates - 0.5).max() < 5 * np.sqrt(0.25 / 40), (attribute, rates)
+    clip = clips[0]
+    assert clip.video.shape == (8, 32, 32, 3) and clip.person_mask.any()
+    assert clip.face_mask.sum() <= clip.person_mask.sum()
+
+
+def test_generator_v3_builds_reproducibly_and_apart(tmp_path):
+    with tiny_fraction(40):
+        a, b = (build_synth(tmp_path / d, preset="tiny", seed=0, names=("synth-pa",),
+                            version=3)["synth-pa"] for d in ("a", "b"))
+        v2 = build_synth(tmp_path / "v2", preset="tiny", seed=0, names=("synth-pa",))
+    pa, pb = (pd.read_parquet(x / "data" / "test.parquet") for x in (a, b))
+    pd.testing.assert_frame_equal(pa, pb)
+    assert len(pa) == 2400 // 40 and len(pd.read_parquet(v2["synth-pa"] / "data" /
+                                                         "test.parquet")) == 200 // 40
+    va = load_clipset(a, "test", cache_dir=tmp_path / "cache")
+    assert va.action_classes[0] == "wave_r" and np.array_equal(
+        va.videos[3], render_dataset_clip(0, "synth-pa", "test", 3, PRESETS["tiny"], 3).video)
