@@ -485,3 +485,19 @@ def test_attackers_train_to_the_accuracy_threshold_each_iteration(threshold, exp
     after = [{int(s["step"]) for s in o.state.values()} for o in side.opts]  # type: ignore[attr-defined]
     for b, a in zip(before, after, strict=True):
         assert {x + 2 * expected for x in b} == a
+
+
+def test_learned_baselines_train_on_the_clips_of_the_protocols_generator():
+    """Under protocol v7 (generator v3) a learned baseline trains on v3 clips, cached under
+    its own key; the flat generator's key and clips stay as they were, and the held-out
+    measure trains its attackers as that generator's newest known protocol."""
+    from pabench.training.held_out import known_for
+    from pabench.training.pools import render_pool, synth_source
+
+    flat, v3 = synth_source("tiny"), synth_source("tiny", 3)
+    assert flat.key == "tiny" and flat.action_classes == tuple(KNOWN_ACTIONS)
+    assert v3.key == "tiny-g3" and len(v3.action_classes) == 24
+    pool = render_pool("tiny", 26, generator=3)
+    assert pool.actions.tolist() == [*range(24), 0, 1]
+    assert not np.array_equal(pool.videos[:8], render_pool("tiny", 8).videos)
+    assert (known_for(2).version, known_for(3).version) == (6, 7)
