@@ -12,19 +12,20 @@ import torch
 from typer.testing import CliRunner
 
 from pabench.cli import app
+from pabench.data.synth import GENERATOR_VERSION
 from pabench.errors import PabenchError
 from pabench.protocols import NEXT, PROTOCOLS, Schedule, get_protocol
 from pabench.training import held_out
 from pabench.training.attackers import HELD_OUT_ATTACKER, TRAINING_ONLY
 from pabench.training.baselines import train_and_export
-from pabench.training.held_out import held_out_attack, held_out_attackers
+from pabench.training.held_out import held_out_attack, held_out_attackers, known_for
 from pabench.training.methods import RECIPES, default_recipe, train_anonymizer
 from pabench.training.methods import run as method_run
 
 
 def _shortened(epochs: int) -> Schedule:
     """The measure's attacker schedule (known's, as `held_out_attack` reads it), `epochs` long."""
-    known = NEXT.get("known", PROTOCOLS.get("known")).schedule_for("attributes")
+    known = known_for(GENERATOR_VERSION).schedule_for("attributes")
     return known.model_copy(update=dict(max_epochs=epochs, min_epochs=epochs))
 
 
@@ -79,7 +80,7 @@ def test_train_baseline_writes_the_measure(tmp_path, monkeypatch, name="spact"):
                                  str(micro), "--out", str(out), "--held-out-attack"])
     assert r.exit_code == 0, r.output
     saved = json.loads(out.with_suffix(".held-out-attack.json").read_text())
-    newest = NEXT.get("known", PROTOCOLS.get("known"))
+    newest = known_for(GENERATOR_VERSION)  # the newest known on the clips it trains on
     assert saved["protocol"] == f"known@{newest.version}" and saved["name"].startswith(f"{name}-")
     # the worse of tiny-dense2d and, from v5 on, the same on frames standardized
     assert list(saved["per_model"]) == list(held_out_attackers(newest))

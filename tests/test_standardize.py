@@ -79,7 +79,7 @@ def test_v4_fits_are_standardized_and_keyed_apart_from_v3_and_v5_shares_them(
         config = EvaluationConfig("baseline:identity", f"known@{version}", preset="tiny")
         run = start_run(config.resolved(), "cpu", None, 1)
         ref = run.protocol.privacy_train
-        clips = view(load(run, ref), ref)
+        clips = view(load(run, ref), ref, run.frames)
         for model in ("tiny2d", "tiny-resnet2d-framestd"):
             plans[version, model] = plan(run, model, "attributes", clips, clips, 0, "attacker")
     assert plans[4, "tiny2d"].spec.standardize and not plans[3, "tiny2d"].spec.standardize

@@ -52,7 +52,17 @@ def sides(run: Run, sub: Submission) -> Sides:
 
 
 def curves(traces: list[Trace]) -> list[Curve]:
-    return [Curve(**asdict(t)) for t in traces]
+    """The record's curves: each attempt's epochs and FLOPs; its wall seconds, which differ
+    from run to run, go to the record's timings (`cost`), so records of one computation stay
+    equal."""
+    return [Curve(**{k: v for k, v in asdict(t).items() if k != "seconds"}) for t in traces]
+
+
+def cost(run: Run, model: str, traces: list[Trace]) -> None:
+    """What a model cost, under the record's timings as `fit SUBMISSION ROLE MODEL`: seconds
+    over its seeds and attempts (a cached fit counts the seconds its training took)."""
+    key = f"fit {model}"
+    run.timings[key] = run.timings.get(key, 0.0) + sum(t.seconds or 0.0 for t in traces)
 
 
 def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Predictions]:
@@ -69,6 +79,7 @@ def score(run: Run, sub: Submission) -> tuple[Metrics, list[AttackerResult], Pre
                                    sk.action_test, seed,
                                    f"{sub.name}: target {run.protocol.target} (seed {seed})")
         clip_preds.append(pred if pred.ndim == 3 else pred[:, None])
+        cost(run, f"{sub.name} target {run.protocol.target}", traces)
         target_curves += curves(traces)
     action_preds = [video_scores(pr) for pr in clip_preds]
     y_priv = s.privacy_test.attributes
@@ -238,6 +249,7 @@ def _attack(run: Run, name: str, by_seed: list[Sides], keep: np.ndarray
                                        f"{name}: attacker {arch} (seed {seed})")
             preds.append(to_test(pred if pred.ndim == 2 else video_scores(pred))[:, keep])
             arch_curves += curves(traces)
+            cost(run, f"{name} attacker {arch}", traces)
         scores = [privacy_scores(pr, y, names) for pr in preds]
         per_attr = {a: {m: float(np.mean([sc.per_attribute[a][m] for sc in scores]))
                         for m in ("ap", "f1")} for a in names}

@@ -179,9 +179,8 @@ class Curve(_Strict):
     val_loss: list[CurveValue]
     val_score: list[CurveScore]
     chosen: bool = True
-    # what the attempt cost (records of protocol v7 on): wall seconds, and FLOPs estimated as
-    # three forward passes per training sample plus the validation forwards
-    seconds: NonNegative | None = Field(default=None, exclude_if=lambda v: v is None)
+    # what the attempt computed: FLOPs estimated as three forward passes per training sample
+    # plus the validation forwards (its wall seconds are in the record's timings, `fit MODEL`)
     flops: Count | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
