@@ -47,9 +47,11 @@ def _run(sub, tmp_path, synth_tiny, protocol=QUICK, **kw):
                     output_dir=tmp_path / "results", **kw)
 
 
-def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_path):
+def test_identity_record_is_valid_resumable_and_reproducible(synth_tiny, tmp_path, monkeypatch):
     from pabench.io import pabench_home
 
+    # a home of its own: another test's run of the same data would leave nothing to anonymize
+    monkeypatch.setenv("PABENCH_HOME", str(tmp_path / "home"))
     rec = _run("baseline:identity", tmp_path, synth_tiny)
     path = tmp_path / "results" / f"pa-synth__tiny__test-quick__v{QUICK.version}__identity.json"
     assert read_record(path).metrics == rec.metrics
