@@ -101,9 +101,10 @@ SYNTH_V6_CHANGES = (
     "Targets train as under v4 and v5 and share their trained models.",
 )
 SYNTH_V7_CHANGES = (
-    "The data move to pa-synth generator v3 (docs/pa-synth-v7.md): actions are told apart by "
-    "the joint angles of limbs about two pixels thick, gross motion and the camera move "
-    "independently of the action, and private attributes sit on the moving body, because on "
+    "The data move to pa-synth generator v3, whose actions are told apart by the joint angles "
+    "of limbs about two pixels thick while gross motion and the camera move independently of "
+    "the action and the private attributes sit on the moving body (docs/pa-synth-v7.md), "
+    "because on "
     "generator v2 raw video, downsample-2x and downsample-4x all scored 100 action top-1 and "
     "the papers' fixed transforms could not be ordered.",
     "Test splits hold 2400 videos (200 before), so a fixed transform's 95% top-1 interval is "
