@@ -104,9 +104,8 @@ SYNTH_V7_CHANGES = (
     "The data move to pa-synth generator v3, whose actions are told apart by the joint angles "
     "of limbs about two pixels thick while gross motion and the camera move independently of "
     "the action and the private attributes sit on the moving body (docs/pa-synth-v7.md), "
-    "because on "
-    "generator v2 raw video, downsample-2x and downsample-4x all scored 100 action top-1 and "
-    "the papers' fixed transforms could not be ordered.",
+    "because on generator v2 raw video, downsample-2x and downsample-4x all scored 100 action "
+    "top-1 and the papers' fixed transforms could not be ordered.",
     "Test splits hold 2400 videos (200 before), so a fixed transform's 95% top-1 interval is "
     "about 4 points wide; intervals stretch the resampled seeds by sqrt(n/(n-1)) so they no "
     "longer understate seed variance, and neighbours are compared on the same videos and seeds "
