@@ -28,6 +28,7 @@ from pabench.data.synth.scene import (
     _capsule,
     _circle,
     _paint,
+    head_shapes,
 )
 
 
@@ -125,15 +126,9 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
             shapes.append((_capsule(x, y, ex, ey, wx, wy, 0.03 * s), skin_c))
             shapes.append((_circle(x, y, wx, wy, 0.04 * s), skin_c))
             hands[side] = (ex, ey, wx, wy)
-        head = _circle(x, y, cx, head_y, head_r)
-        shapes.append((head, skin_c))
-        cap = np.maximum(_circle(x, y, cx, head_y, head_r * 1.08), y - (head_y - 0.03 * s))
-        shapes.append((cap, hair_c))
-        # face seen (a horizontal eye band) or the back of the head (a vertical parting): equal
-        # dark area, so only the pattern tells them apart
-        eyes = _box(x, y, cx, head_y + 0.01 * s, 0.06 * s, 0.025 * s)
-        back = _box(x, y, cx, head_y + 0.01 * s, 0.025 * s, 0.06 * s)
-        shapes.append((np.where(with_face, eyes, back), np.array([0.08, 0.06, 0.06])))
+        shapes.extend(head_shapes(x, y, cx, head_y, head_r, s, skin_c, hair_c, with_face, 0.03,
+                                  (0.06, 0.025)))
+        head = shapes[-3][0]
         shapes.extend(held(hands, s, fy))
         cover = np.zeros(x.shape, np.float32)
         for d, color in shapes:

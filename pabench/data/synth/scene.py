@@ -117,6 +117,20 @@ def _background(rng: np.random.Generator, scene: int, landmark: int, x, y, px) -
     return img
 
 
+def head_shapes(x, y, cx, head_y, head_r, s, skin, hair, with_face, cap_drop: float,
+                band: tuple[float, float]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A head: skin, a hair cap down to `cap_drop` above its centre, and a face seen (a
+    horizontal eye band of half-size `band`) or the back of the head (the same band turned
+    upright, a parting): equal dark area, so only the pattern, not the mean colour, tells them
+    apart. Signed distances with their colours, in painting order."""
+    head = _circle(x, y, cx, head_y, head_r)
+    cap = np.maximum(_circle(x, y, cx, head_y, head_r * 1.08), y - (head_y - cap_drop * s))
+    eyes = _box(x, y, cx, head_y + 0.01 * s, band[0] * s, band[1] * s)
+    back = _box(x, y, cx, head_y + 0.01 * s, band[1] * s, band[0] * s)
+    return [(head, skin), (cap, hair),
+            (np.where(with_face, eyes, back), np.array([0.08, 0.06, 0.06], np.float32))]
+
+
 def _tri(u: np.ndarray) -> np.ndarray:
     return 2 * np.abs(u - np.floor(u + 0.5))
 
@@ -203,16 +217,9 @@ def render_clip(rng: np.random.Generator, action: str, frames: int, size: int,
             ex, ey = sx + side * 0.17 * s * np.sin(ang), sy + 0.17 * s * np.cos(ang)
             shapes.append((_capsule(x, y, sx, sy, ex, ey, 0.026 * s), skin))
             hand.append((ex, ey))
-        head = _circle(x, y, cx, head_y, head_r)
-        shapes.append((head, skin))
-        cap = np.maximum(_circle(x, y, cx, head_y, head_r * 1.08), y - (head_y - 0.035 * s))
-        shapes.append((cap, hcolor))
-        # Face seen (horizontal eye band) vs back of head (vertical parting): equal dark area,
-        # so only the pattern, not the mean colour, tells them apart.
-        eyes = _box(x, y, cx, head_y + 0.01 * s, 0.075 * s, 0.03 * s)
-        back = _box(x, y, cx, head_y + 0.01 * s, 0.03 * s, 0.075 * s)
-        mark = np.where(with_face, eyes, back)
-        shapes.append((mark, np.array([0.08, 0.06, 0.06], np.float32)))
+        shapes.extend(head_shapes(x, y, cx, head_y, head_r, s, skin, hcolor, with_face, 0.035,
+                                  (0.075, 0.03)))
+        head = shapes[-3][0]
         shapes.extend(extras(hand[0], s, torso_y, hw))
         cover = np.zeros(img.shape[:3], np.float32)
         for d, color in shapes:
