@@ -101,16 +101,19 @@ def test_bad_names_and_unwritable_out(tmp_path):
         build_synth(blocker / "sub", preset="tiny")
 
 
-def test_generator_v3_draws_attributes_independently_of_the_action():
-    """Generator v3 (protocol v7): 24 known actions, and each private attribute's rate is the
-    same whatever the action (a binomial test over 40 clips per action: 5 standard errors)."""
+@pytest.mark.parametrize("version", [3, 4])
+def test_articulated_generators_draw_attributes_independently_of_the_action(version):
+    """Generators v3 and v4 (protocol v7): 24 known actions, and each private attribute's rate
+    is the same whatever the action (a binomial test over 40 clips per action: 5 standard
+    errors)."""
     from pabench.data.synth import dataset_spec
 
     p = PRESETS["tiny"]
-    actions = dataset_spec("synth-action", 3).actions
+    actions = dataset_spec("synth-action", version).actions
     assert len(actions) == 24 and not set(actions) & set(dataset_spec("synth-action-novel",
-                                                                       3).actions)
-    clips = [render_dataset_clip(0, "synth-pa", "test", i, p, version=3) for i in range(960)]
+                                                                       version).actions)
+    clips = [render_dataset_clip(0, "synth-pa", "test", i, p, version=version)
+             for i in range(960)]
     assert [c.action for c in clips[:24]] == list(actions)
     for attribute in ("skin_color", "face", "gender", "nudity", "relationship"):
         rates = np.array([np.mean([c.attributes[attribute] for c in clips if c.action == a])
@@ -133,3 +136,17 @@ def test_generator_v3_builds_reproducibly_and_apart(tmp_path):
     va = load_clipset(a, "test", cache_dir=tmp_path / "cache")
     assert va.action_classes[0] == "wave_r" and np.array_equal(
         va.videos[3], render_dataset_clip(0, "synth-pa", "test", 3, PRESETS["tiny"], 3).video)
+
+
+def test_generator_v4_props_differ_only_in_texture():
+    """v4's prop for each of six places of four known actions: textures of equal mean colour
+    (half of each of two colours), so only their pattern tells the places apart."""
+    from pabench.data.synth.articulated import PLACES, _place, _texture
+    from pabench.data.synth.poses import KNOWN_ACTIONS_V3
+
+    assert sorted(np.bincount([_place(a) for a in KNOWN_ACTIONS_V3])) == [4] * PLACES
+    grid = (np.arange(256, dtype=np.float32) + 0.5) / 32
+    x, y = np.meshgrid(grid, grid)
+    textures = [_texture(k, x, y, 6 / 32) for k in range(PLACES)]
+    assert all(abs(float(t.mean()) - 0.5) < 0.03 for t in textures)
+    assert all(np.mean(a != b) > 0.2 for i, a in enumerate(textures) for b in textures[i + 1:])

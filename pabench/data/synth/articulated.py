@@ -8,13 +8,17 @@ independently of the action, as are the private attributes, which sit on the mov
 the forearms, hands and face, a tattoo on the forearm, clothing, hair, a second person. Arms are
 about two pixels thick at 32 px, so downsampling and blur remove what tells actions apart, as in
 real video. Shapes are signed distances with one-pixel anti-aliasing (`scene`'s primitives).
+
+Generator v4 adds context outside the person (`_context`): a prop that goes with the action's
+place, told apart only by a fine texture, and in half the clips a mirror showing the person's
+head and shoulders, outside the person's mask.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from pabench.data.synth.poses import pose
+from pabench.data.synth.poses import KNOWN_ACTIONS_V3, NOVEL_ACTIONS_V3, pose
 from pabench.data.synth.scene import (
     _CLOTHES,
     _HAIR,
@@ -69,9 +73,57 @@ def _background(rng: np.random.Generator, scene: int, landmark: int, x, y, px) -
     return img
 
 
+PLACES = 6
+"""Prop textures; an action's place is its index in the class list // 4 (novel ones go on)."""
+PLACE_CUE = 0.75  # how often a clip shows its own place's prop
+
+
+def _place(action: str) -> int:
+    return (KNOWN_ACTIONS_V3 + NOVEL_ACTIONS_V3).index(action) // 4 % PLACES
+
+
+def _texture(kind: int, x, y, period: float) -> np.ndarray:
+    """One of `PLACES` binary textures of equal mean (half of each colour) and equal period."""
+    w = 2 * np.pi / period
+    u = {0: y * w, 1: x * w, 2: (x + y) * w / np.sqrt(2), 3: (x - y) * w / np.sqrt(2)}
+    if kind in u:
+        return (np.sin(u[kind]) > 0).astype(np.float32)
+    if kind == 4:
+        return ((np.sin(x * w) > 0) ^ (np.sin(y * w) > 0)).astype(np.float32)
+    return (np.sin(np.sqrt(x * x + y * y) * w) > 0).astype(np.float32)
+
+
+def _context(rng, img, x, y, px, action, cx, occluder, bust) -> None:
+    """Generator v4: a textured prop for the action's place on the wall away from the person
+    (`cx`), and in half the clips a mirror above it showing `bust` (its head and shoulders);
+    painted behind whatever covers `occluder`."""
+    behind = 1.0 - occluder
+    side = 1.0 if float(np.mean(cx)) < 0.5 else -1.0
+    px_x = 0.5 + side * rng.uniform(0.30, 0.38)
+    place = _place(action)
+    if rng.uniform() >= PLACE_CUE:
+        place = int((place + rng.integers(1, PLACES)) % PLACES)
+    py = rng.uniform(0.55, 0.70)
+    c1 = rng.uniform(0.15, 0.95, 3).astype(np.float32)
+    c2 = np.clip(c1 + rng.choice([-1.0, 1.0]) * rng.uniform(0.3, 0.5), 0, 1).astype(np.float32)
+    outline = _aa(_box(x, y, px_x, py, 0.11, 0.13), px) * behind
+    tex = _texture(place, x - px_x, y - py, 6 * px)[..., None]
+    img[:] = img * (1 - outline[..., None]) + outline[..., None] * (tex * c1 + (1 - tex) * c2)
+    if rng.uniform() < 0.5:
+        my = rng.uniform(0.18, 0.26)
+        glass = _aa(_box(x, y, px_x, my, 0.10, 0.12), px)
+        _paint(img, _aa(_box(x, y, px_x, my, 0.12, 0.14), px) * behind,
+                np.array([0.25, 0.2, 0.15], np.float32))
+        _paint(img, glass * behind, np.array([0.72, 0.78, 0.84], np.float32))
+        for d, color in bust(px_x, my + 0.03):
+            _paint(img, np.minimum(_aa(d, px), glass) * behind, np.asarray(color, np.float32))
+
+
 def render_articulated(rng: np.random.Generator, action: str, frames: int,
-                       size: int) -> SynthClip:
-    """Sample a scene, a person doing `action` and the attributes, and render the clip."""
+                       size: int, version: int = 3) -> SynthClip:
+    """Sample a scene, a person doing `action` and the attributes, and render the clip
+    (`version`: the generator's, 3 or 4)."""
+    context_rng = np.random.default_rng(rng.integers(2**32)) if version >= 4 else None
     t = np.linspace(0.0, 1.0, frames, dtype=np.float32)
     px = 1.0 / size
     coords = (np.arange(size, dtype=np.float32) + 0.5) / size
@@ -151,6 +203,19 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
     cx = rng.uniform(0.3, 0.7) + rng.uniform(-0.06, 0.06) * tt
     fy = rng.uniform(0.90, 0.96) + 0 * tt
     angles, extra = pose(rng, action, t)
+    if context_rng is not None:
+        visible0 = face_frames[:, None, None].astype(bool)
+        body = skin if attrs["nudity"] else shirt
+
+        def bust(mx, my):
+            r = 0.085 * s
+            hair_box = ([(_box(x, y, mx, my - 0.02 * s, 0.11 * s, 0.11 * s), hair)]
+                        if attrs["gender"] else [])
+            shoulders = (_box(x, y, mx, my + 0.14 * s, 0.13 * s, 0.06 * s), body)
+            return [*hair_box, shoulders, *head_shapes(x, y, mx, my - 0.1 * s, r, s, skin,
+                                                        hair, visible0, 0.03, (0.06, 0.025))]
+
+        _context(context_rng, img, x, y, px, action, cx, person, bust)
     extra = {k: (v[:, None, None] if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
     # the object in hand: the action's own, or (the `object` label) one held idle in either hand,
     # so that holding something tells nothing about the action

@@ -35,8 +35,8 @@ from pabench.errors import PabenchError, unknown_name
 if TYPE_CHECKING:
     import datasets
 
-NEWEST_GENERATOR = 3
-"""v3 renders articulated people (`articulated`), v1-v2 the flat figures of `scene`; every
+NEWEST_GENERATOR = 4
+"""v3 renders articulated people (`articulated`), v4 adds context outside the person, v1-v2 the flat figures of `scene`; every
 version is kept so that every released protocol's records can be re-made."""
 GENERATOR_VERSION = 2
 """The generator the default protocol versions read, so a build without a version is the one
@@ -148,7 +148,7 @@ def render_dataset_clip(
     rng = clip_rng(seed, dataset, split, index)
     action = spec.actions[index % len(spec.actions)]  # balanced classes
     if version > FLAT_VERSION:
-        return render_articulated(rng, action, preset.frames, preset.size)
+        return render_articulated(rng, action, preset.frames, preset.size, version)
     return render_clip(rng, action, preset.frames, preset.size, version)
 
 
