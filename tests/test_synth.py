@@ -101,9 +101,9 @@ def test_bad_names_and_unwritable_out(tmp_path):
         build_synth(blocker / "sub", preset="tiny")
 
 
-@pytest.mark.parametrize("version", [3, 4])
+@pytest.mark.parametrize("version", [3, 4, 5])
 def test_articulated_generators_draw_attributes_independently_of_the_action(version):
-    """Generators v3 and v4 (protocol v7): 24 known actions, and each private attribute's rate
+    """Generators v3-v5 (protocol v7): 24 known actions, and each private attribute's rate
     is the same whatever the action (a binomial test over 40 clips per action: 5 standard
     errors)."""
     from pabench.data.synth import dataset_spec

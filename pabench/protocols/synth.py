@@ -36,7 +36,7 @@ SYNTH_V6 = dict(version=6, standardize=True, models_of=4,
 SYNTH_V7_ATTACKER_SCHEDULE = SYNTH_ATTACKER_SCHEDULE.model_copy(
     update={"max_epochs": 24, "min_epochs": 24})
 SYNTH_V7 = dict(version=7, standardize=True, attacker_schedule=SYNTH_V7_ATTACKER_SCHEDULE,
-                scoring=2, **{**_SINCE_V2, "data_version": 4})
+                scoring=2, **{**_SINCE_V2, "data_version": 5})
 
 # the text each version from v4 on appends to a protocol's description
 V4_TEXT = (" Version 4: every model sees its input less the mean image of its own training clips, "

@@ -11,7 +11,8 @@ real video. Shapes are signed distances with one-pixel anti-aliasing (`scene`'s 
 
 Generator v4 adds context outside the person (`_context`): a prop that goes with the action's
 place, told apart only by a fine texture, and in half the clips a mirror showing the person's
-head and shoulders, outside the person's mask.
+head and shoulders, outside the person's mask. In v5 the mirror shows the whole person live,
+smaller: the person seen again where no box covers them.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def _background(rng: np.random.Generator, scene: int, landmark: int, x, y, px) -
 PLACES = 6
 """Prop textures; an action's place is its index in the class list // 4 (novel ones go on)."""
 PLACE_CUE = 0.75  # how often a clip shows its own place's prop
+MIRROR_Y, LIVE_SCALE = 0.26, 0.42  # v5: the mirror's centre and the live view's scale
+_FRAME = np.array([0.25, 0.2, 0.15], np.float32)
+_GLASS = np.array([0.72, 0.78, 0.84], np.float32)
 
 
 def _place(action: str) -> int:
@@ -93,37 +97,41 @@ def _texture(kind: int, x, y, period: float) -> np.ndarray:
     return (np.sin(np.sqrt(x * x + y * y) * w) > 0).astype(np.float32)
 
 
-def _context(rng, img, x, y, px, action, cx, occluder, bust) -> None:
+def _context(rng, img, x, y, px, action, cx, occluder, bust, live: bool) -> float | None:
     """Generator v4: a textured prop for the action's place on the wall away from the person
     (`cx`), and in half the clips a mirror above it showing `bust` (its head and shoulders);
-    painted behind whatever covers `occluder`."""
+    painted behind whatever covers `occluder`. With `live` (v5) the mirror is left to the
+    caller, who shows the whole person in it: its centre's x is returned."""
     behind = 1.0 - occluder
     side = 1.0 if float(np.mean(cx)) < 0.5 else -1.0
-    px_x = 0.5 + side * rng.uniform(0.30, 0.38)
+    prop_x = 0.5 + side * rng.uniform(0.30, 0.38)
     place = _place(action)
     if rng.uniform() >= PLACE_CUE:
         place = int((place + rng.integers(1, PLACES)) % PLACES)
     py = rng.uniform(0.55, 0.70)
     c1 = rng.uniform(0.15, 0.95, 3).astype(np.float32)
     c2 = np.clip(c1 + rng.choice([-1.0, 1.0]) * rng.uniform(0.3, 0.5), 0, 1).astype(np.float32)
-    outline = _aa(_box(x, y, px_x, py, 0.11, 0.13), px) * behind
-    tex = _texture(place, x - px_x, y - py, 6 * px)[..., None]
+    outline = _aa(_box(x, y, prop_x, py, 0.11, 0.13), px) * behind
+    tex = _texture(place, x - prop_x, y - py, 6 * px)[..., None]
     img[:] = img * (1 - outline[..., None]) + outline[..., None] * (tex * c1 + (1 - tex) * c2)
     if rng.uniform() < 0.5:
+        if live:
+            return prop_x
         my = rng.uniform(0.18, 0.26)
-        glass = _aa(_box(x, y, px_x, my, 0.10, 0.12), px)
-        _paint(img, _aa(_box(x, y, px_x, my, 0.12, 0.14), px) * behind,
-                np.array([0.25, 0.2, 0.15], np.float32))
-        _paint(img, glass * behind, np.array([0.72, 0.78, 0.84], np.float32))
-        for d, color in bust(px_x, my + 0.03):
+        glass = _aa(_box(x, y, prop_x, my, 0.10, 0.12), px)
+        _paint(img, _aa(_box(x, y, prop_x, my, 0.12, 0.14), px) * behind, _FRAME)
+        _paint(img, glass * behind, _GLASS)
+        for d, color in bust(prop_x, my + 0.03):
             _paint(img, np.minimum(_aa(d, px), glass) * behind, np.asarray(color, np.float32))
+    return None
 
 
 def render_articulated(rng: np.random.Generator, action: str, frames: int,
                        size: int, version: int = 3) -> SynthClip:
     """Sample a scene, a person doing `action` and the attributes, and render the clip
-    (`version`: the generator's, 3 or 4)."""
+    (`version`: the generator's, 3, 4 or 5)."""
     context_rng = np.random.default_rng(rng.integers(2**32)) if version >= 4 else None
+    mirror = None
     t = np.linspace(0.0, 1.0, frames, dtype=np.float32)
     px = 1.0 / size
     coords = (np.arange(size, dtype=np.float32) + 0.5) / size
@@ -154,7 +162,7 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
     person = np.zeros(x.shape, np.float32)
     face = np.zeros_like(person)
 
-    def figure(cx, fy, s, wf, angles, extra, with_face, long_hair, colors, held):
+    def figure(cx, fy, s, wf, angles, extra, with_face, long_hair, colors, held, canvas=None):
         torso_c, arm_c, leg_c, skin_c, hair_c = colors
         fy = fy + extra["drop"] * s
         hip_y, neck_y = fy - 0.46 * s, fy - 0.80 * s - extra["shoulders"] * s
@@ -185,7 +193,7 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
         cover = np.zeros(x.shape, np.float32)
         for d, color in shapes:
             a = _aa(d, px).astype(np.float32)
-            _paint(img, a, np.asarray(color, np.float32))
+            _paint(img if canvas is None else canvas, a, np.asarray(color, np.float32))
             np.maximum(cover, a, out=cover)
         return cover, _aa(head - 0.01 * s, px)
 
@@ -215,7 +223,7 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
             return [*hair_box, shoulders, *head_shapes(x, y, mx, my - 0.1 * s, r, s, skin,
                                                         hair, visible0, 0.03, (0.06, 0.025))]
 
-        _context(context_rng, img, x, y, px, action, cx, person, bust)
+        mirror = _context(context_rng, img, x, y, px, action, cx, person, bust, version >= 5)
     extra = {k: (v[:, None, None] if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
     # the object in hand: the action's own, or (the `object` label) one held idle in either hand,
     # so that holding something tells nothing about the action
@@ -262,6 +270,15 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
     colors = (skin if attrs["nudity"] else shirt, skin if attrs["nudity"] else shirt,
               skin if attrs["nudity"] else trousers, skin, hair)
     visible = face_frames[:, None, None].astype(bool)
+    if version >= 5 and mirror is not None:  # the person seen again, live, outside the box
+        behind = 1.0 - person
+        glass = _aa(_box(x, y, mirror, MIRROR_Y, 0.14, 0.18), px) * behind
+        _paint(img, _aa(_box(x, y, mirror, MIRROR_Y, 0.16, 0.2), px) * behind, _FRAME)
+        _paint(img, glass, _GLASS)
+        view = img.copy()
+        figure(mirror + LIVE_SCALE * (cx - np.mean(cx)), MIRROR_Y + 0.17 + 0 * tt,
+               LIVE_SCALE * s, wf, angles, extra, visible, attrs["gender"], colors, held, view)
+        img[:] = img * (1 - glass[..., None]) + view * glass[..., None]
     p1, f1 = figure(cx, fy, s, wf, angles, extra, visible, attrs["gender"], colors, held)
     person, face = np.maximum(person, p1), np.maximum(face, f1)
     if rng.uniform() < 0.5:  # a passing ball, unrelated to the action

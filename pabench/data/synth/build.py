@@ -35,8 +35,9 @@ from pabench.errors import PabenchError, unknown_name
 if TYPE_CHECKING:
     import datasets
 
-NEWEST_GENERATOR = 4
-"""v3 renders articulated people (`articulated`), v4 adds context outside the person, v1-v2 the flat figures of `scene`; every
+NEWEST_GENERATOR = 5
+"""v3 renders articulated people (`articulated`), v4 adds context outside the person, v5 shows
+the person live in v4's mirror, v1-v2 the flat figures of `scene`; every
 version is kept so that every released protocol's records can be re-made."""
 GENERATOR_VERSION = 2
 """The generator the default protocol versions read, so a build without a version is the one
