@@ -31,6 +31,7 @@ from torch import nn
 
 from pabench.data.clipset import as_frames
 from pabench.data.synth import GENERATOR_VERSION, KNOWN_ATTRIBUTES, get_preset
+from pabench.errors import PabenchError
 from pabench.io import Progress
 from pabench.metrics import privacy_scores
 from pabench.models import MODELS
@@ -64,9 +65,13 @@ class HeldOutAttack:
 
 def known_for(generator: int) -> ProtocolSpec:
     """The newest `known` version reading generator `generator`'s clips: the one whose fits
-    the held-out measure trains as (v6 for generator 2, v7 for generator 3)."""
-    return max((m.spec for m in CATALOG["known"] if m.spec.data_version == generator),
-               key=lambda s: s.version)
+    the held-out measure trains as (v6 for generator 2, v7 for the generator v7 reads)."""
+    specs = [m.spec for m in CATALOG["known"] if m.spec.data_version == generator]
+    if not specs:
+        read = sorted({m.spec.data_version for m in CATALOG["known"]})
+        raise PabenchError(f"pa-synth generator {generator}: no protocol reads its clips, so "
+                           f"there is no held-out measure for them; generators read: {read}")
+    return max(specs, key=lambda s: s.version)
 
 
 def held_out_attackers(known: ProtocolSpec) -> tuple[str, ...]:
