@@ -140,7 +140,7 @@ def test_show_and_list_print_the_generation() -> None:
 @pytest.mark.parametrize("name, needle", [
     ("knwn", "Did you mean 'known'"),
     ("knwn@5", "Did you mean 'known'"),
-    ("known@9", "protocol 'known' has no version '9' (known: 1, 2, 3, 4, 5, 6, 7)"),
+    ("known@9", "protocol 'known' has no version '9' (known: 1, 2, 3, 4, 5, 6, 7, 8)"),
 ])
 def test_an_unknown_protocol_is_one_line(name: str, needle: str) -> None:
     one_line_error(pabench_main("protocols", "show", name), 2, needle)

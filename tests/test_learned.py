@@ -488,9 +488,11 @@ def test_attackers_train_to_the_accuracy_threshold_each_iteration(threshold, exp
 
 
 def test_learned_baselines_train_on_the_clips_of_the_protocols_generator():
-    """Under protocol v7 (generator v3) a learned baseline trains on v3 clips, cached under
-    its own key; the flat generator's key and clips stay as they were, and the held-out
-    measure trains its attackers as that generator's newest known protocol."""
+    """A learned baseline trains on an articulated generator's clips, cached under its own
+    key; the flat generator's key and clips stay as they were, and the held-out measure trains
+    its attackers as that generator's newest known protocol (none for a generator no protocol
+    reads: a one-line error)."""
+    from pabench.protocols import NEXT
     from pabench.training.held_out import known_for
     from pabench.training.pools import render_pool, synth_source
 
@@ -500,4 +502,6 @@ def test_learned_baselines_train_on_the_clips_of_the_protocols_generator():
     pool = render_pool("tiny", 26, generator=3)
     assert pool.actions.tolist() == [*range(24), 0, 1]
     assert not np.array_equal(pool.videos[:8], render_pool("tiny", 8).videos)
-    assert (known_for(2).version, known_for(3).version) == (6, 7)
+    assert (known_for(2).version, known_for(NEXT["known"].data_version).version) == (6, 8)
+    with pytest.raises(PabenchError, match="generator 5: no protocol reads its clips"):
+        known_for(5)

@@ -142,7 +142,7 @@ def test_every_registered_protocol_is_v2_and_v1_stays_reproducible():
     assert "SPAct supplement D.1" in PROTOCOLS.get("raw-pretrained-attacker").paper_setting
     assert get_protocol("known@1").attackers[-1] == "mobilenet_v3_small"
     with pytest.raises(PabenchError, match="no version"):
-        get_protocol("known@8")
+        get_protocol("known@9")
 
 
 def old_versions(pid: str) -> list[int]:
@@ -221,10 +221,11 @@ def test_each_pa_synth_version_changes_what_it_says():
     (made entry by entry) until it is current."""
     synth = {p.id for _, p in PROTOCOLS.items() if p.benchmark == "pa-synth"}
     current = {pid: CATALOG[pid].DEFAULT.spec.version for pid in synth}
-    assert set(NEXT) == synth and {NEXT[pid].version for pid in synth} == {7}
+    assert set(NEXT) == synth and {NEXT[pid].version for pid in synth} == {8}
     for pid in synth:
-        v2, v3, v4, v5, v6 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4, 5, 6))
-        assert [m.spec for m, _ in history(pid)][1:] == [v2, v3, v4, v5, v6, NEXT[pid]]
+        v2, v3, v4, v5, v6, v7 = (get_protocol(f"{pid}@{n}") for n in (2, 3, 4, 5, 6, 7))
+        assert [m.spec for m, _ in history(pid)][1:] == [v2, v3, v4, v5, v6, v7, NEXT[pid]]
+        assert LEGACY[pid, 7] == v7  # superseded by v8 before it became current
         for spec in (v2, v3, v4, v5, v6):
             if spec.version == current[pid]:
                 assert PROTOCOLS.get(pid) == spec
@@ -345,8 +346,9 @@ def test_privacy_on_frame_labels_scores_each_window(synth_tiny):
     assert MODELS.get("resnet18-framestd").frame_standardized
 
 
-def test_v7_moves_the_data_the_scoring_and_the_attackers_and_nothing_else():
-    """pa-synth v7 (in preparation, `NEXT`) is v6 on generator v3's clips, with scoring 2,
+def test_v8_moves_the_data_the_scoring_and_the_attackers_and_nothing_else():
+    """pa-synth v8 (in preparation, `NEXT`) is v6 on generator v4's clips (v7, superseded
+    before it became current, on generator v3's), with scoring 2,
     attackers chosen by strength per FLOP (a video attacker kept) and the attackers' 24-epoch
     budget; the target's schedule, seeds and checks stay."""
     for pid in ("known", "cross-dataset", "novel", "raw-pretrained-attacker", "unseen-attackers"):
@@ -354,7 +356,8 @@ def test_v7_moves_the_data_the_scoring_and_the_attackers_and_nothing_else():
         moved = {k for k, v in v7.model_dump().items() if v6.model_dump().get(k) != v}
         assert moved <= {"version", "attackers", "description", "data_version", "scoring",
                          "attacker_schedule", "models_of"}, (pid, moved)
-        assert v7.data_version == 3 and v7.scoring == 2 and v7.models_of is None
+        assert (get_protocol(f"{pid}@7").data_version, v7.data_version) == (3, 4)
+        assert v7.scoring == 2 and v7.models_of is None
         assert v7.schedule == v6.schedule and v7.seeds == v6.seeds
         assert v7.schedule_for("attributes").max_epochs == 24
         assert any(_kind(m) == "video" for m in v7.attackers), pid

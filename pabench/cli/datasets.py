@@ -146,8 +146,8 @@ def build(
                                              "(picks the auto preset)")] = "cpu",
     seed: Annotated[int, typer.Option(help="pa-synth seed")] = 0,
     generator: Annotated[int | None, typer.Option(
-        help="pa-synth generator version (default: the one the default protocols read; 3: "
-             "protocol v7's articulated people)")] = None,
+        help="pa-synth generator version (default: the one the default protocols read; 4: "
+             "protocol v8's articulated people)")] = None,
     source: Annotated[
         Path | None, typer.Option(rich_help_panel=REAL, help="The downloaded originals")
     ] = None,
@@ -165,7 +165,7 @@ def build(
 
     Examples:
 
-      pabench datasets build pa-synth --preset tiny --generator 3
+      pabench datasets build pa-synth --preset tiny --generator 4
 
       pabench datasets build vispr1 --source ~/downloads/vispr
     """

@@ -311,10 +311,10 @@ def _vit(n: int, size: int) -> nn.Module:
 for _name, _kind, _desc, _build in [
     ("tiny3d", "video", "4-block 3D CNN, width 16 (pa-synth target)",
      lambda n, s: Tiny3D(n)),
-    ("tiny3d-whole", "video", "tiny3d on the whole clip, appearance kept (pa-synth v7 target: "
-     "sees the scene around the motion)", lambda n, s: Tiny3D(n, motion_only=False)),
+    ("tiny3d-whole", "video", "tiny3d on the whole clip, appearance kept (a pa-synth target "
+     "candidate, not adopted)", lambda n, s: Tiny3D(n, motion_only=False)),
     ("tiny3d-twostream", "video", "tiny3d's motion stream beside a 2D stream on the middle "
-     "frame (pa-synth v7 target: sees the scene around the motion)",
+     "frame (a pa-synth target candidate, not adopted)",
      lambda n, s: TwoStream(n)),
     ("tiny-c3d", "video", "4-block 3D CNN, width 24, on the whole clip (pa-synth video "
      "attacker: sees appearance and how it changes across frames)",

@@ -65,7 +65,7 @@ class HeldOutAttack:
 
 def known_for(generator: int) -> ProtocolSpec:
     """The newest `known` version reading generator `generator`'s clips: the one whose fits
-    the held-out measure trains as (v6 for generator 2, v7 for the generator v7 reads)."""
+    the held-out measure trains as (v6 for generator 2, v7 for 3, v8 for 4)."""
     specs = [m.spec for m in CATALOG["known"] if m.spec.data_version == generator]
     if not specs:
         read = sorted({m.spec.data_version for m in CATALOG["known"]})

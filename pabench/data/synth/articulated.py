@@ -1,4 +1,4 @@
-"""pa-synth generator v3: articulated people whose actions live in limbs, hands and held objects.
+"""pa-synth generators v3-v5: articulated people whose actions live in limbs, hands and objects.
 
 An action is a trajectory of joint angles (shoulder, elbow, hip, knee) and, for the hand-object
 actions, of the object the hand holds; every limb the action does not use holds a random pose with
