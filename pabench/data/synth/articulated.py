@@ -211,8 +211,8 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
     cx = rng.uniform(0.3, 0.7) + rng.uniform(-0.06, 0.06) * tt
     fy = rng.uniform(0.90, 0.96) + 0 * tt
     angles, extra = pose(rng, action, t)
+    visible = face_frames[:, None, None].astype(bool)
     if context_rng is not None:
-        visible0 = face_frames[:, None, None].astype(bool)
         body = skin if attrs["nudity"] else shirt
 
         def bust(mx, my):
@@ -221,7 +221,7 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
                         if attrs["gender"] else [])
             shoulders = (_box(x, y, mx, my + 0.14 * s, 0.13 * s, 0.06 * s), body)
             return [*hair_box, shoulders, *head_shapes(x, y, mx, my - 0.1 * s, r, s, skin,
-                                                        hair, visible0, 0.03, (0.06, 0.025))]
+                                                        hair, visible, 0.03, (0.06, 0.025))]
 
         mirror = _context(context_rng, img, x, y, px, action, cx, person, bust, version >= 5)
     extra = {k: (v[:, None, None] if isinstance(v, np.ndarray) else v) for k, v in extra.items()}
@@ -269,7 +269,6 @@ def render_articulated(rng: np.random.Generator, action: str, frames: int,
 
     colors = (skin if attrs["nudity"] else shirt, skin if attrs["nudity"] else shirt,
               skin if attrs["nudity"] else trousers, skin, hair)
-    visible = face_frames[:, None, None].astype(bool)
     if version >= 5 and mirror is not None:  # the person seen again, live, outside the box
         behind = 1.0 - person
         glass = _aa(_box(x, y, mirror, MIRROR_Y, 0.14, 0.18), px) * behind
