@@ -165,16 +165,19 @@ class TinySlow3D(nn.Module):
     """TinyResNet2D's blocks on every frame, then a 3x3x3 block across frames: the early stages
     of SlowFast's slow pathway have no temporal kernel either. A video attacker that sees
     appearance at full resolution (tiny-c3d halves it first and mixes frames from the first
-    layer) and how it changes over the clip."""
+    layer) and how it changes over the clip. `stride` 2 reads every second frame, as the slow
+    pathway reads a low frame rate: half the FLOPs."""
 
-    def __init__(self, num_classes: int, width: int = 16) -> None:
+    def __init__(self, num_classes: int, width: int = 16, stride: int = 1) -> None:
         super().__init__()
+        self.stride = stride
         self.frames = TinyResNet2D(num_classes, width).features
         self.temporal = _block3d(4 * width, 4 * width, (1, 1, 1))
         self.head = nn.Sequential(nn.AdaptiveAvgPool3d(1), nn.Flatten(),
                                   nn.Linear(4 * width, num_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x[:, :, ::self.stride]
         b, c, t, h, w = x.shape
         f = self.frames(x.transpose(1, 2).reshape(b * t, c, h, w))
         f = f.view(b, t, *f.shape[1:]).transpose(1, 2)  # [B, C', T, h', w']
@@ -322,6 +325,8 @@ for _name, _kind, _desc, _build in [
     ("tiny-slow3d", "video", "tiny-resnet2d's blocks per frame, then a 3x3x3 block across "
      "frames (a video attacker that keeps full-resolution appearance)",
      lambda n, s: TinySlow3D(n)),
+    ("tiny-slow3d-s2", "video", "tiny-slow3d on every second frame (half its FLOPs)",
+     lambda n, s: TinySlow3D(n, stride=2)),
     ("tiny-r2plus1d", "video", "4 factorised (2+1)D blocks, width 24, on the whole clip "
      "(unseen pa-synth video attacker)", lambda n, s: TinyR2Plus1D(n)),
     ("tiny-tsm", "video", "4-block 2D CNN, width 32, on every frame with temporal shifts "
