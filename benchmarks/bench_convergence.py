@@ -108,7 +108,7 @@ def _anonymize(spec: str, root: Path, preset: str, data_version: int, out: Path)
     done = np.empty_like(videos)
     with torch.no_grad():
         for i in range(0, len(videos), 64):
-            x = torch.from_numpy(np.ascontiguousarray(videos[i:i + 64]))
+            x = torch.from_numpy(np.array(videos[i:i + 64]))
             y = sub.module(x.permute(0, 4, 1, 2, 3).float().div(255))
             done[i:i + 64] = as_frames(y)
     np.save(out, done)
