@@ -64,6 +64,18 @@ def test_models_and_batches_take_the_channels_last_layout():
     assert slow(x).shape == (2, 3)
 
 
+def test_the_half_frame_rate_video_attacker_reads_every_second_frame_only():
+    """tiny-slow3d-s2 (a candidate measured in docs/pa-synth-v7.md): frames 1, 3, ... do not
+    move its output, frames 0, 2, ... do."""
+    net = build_model("tiny-slow3d-s2", 3, 16).eval()
+    x = torch.rand(2, 3, 8, 16, 16)
+    odd, even = x.clone(), x.clone()
+    odd[:, :, 1::2] = torch.rand_like(odd[:, :, 1::2])
+    even[:, :, 0::2] = torch.rand_like(even[:, :, 0::2])
+    with torch.no_grad():
+        assert torch.equal(net(odd), net(x)) and not torch.allclose(net(even), net(x))
+
+
 def test_bf16_autocast_trains_and_predicts_on_cpu():
     """Two separable classes (bright vs dark clips): the autocast path must learn them."""
     rng = np.random.default_rng(0)
