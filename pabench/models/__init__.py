@@ -325,7 +325,8 @@ for _name, _kind, _desc, _build in [
     ("tiny-slow3d", "video", "tiny-resnet2d's blocks per frame, then a 3x3x3 block across "
      "frames (a video attacker that keeps full-resolution appearance)",
      lambda n, s: TinySlow3D(n)),
-    ("tiny-slow3d-s2", "video", "tiny-slow3d on every second frame (half its FLOPs)",
+    ("tiny-slow3d-s2", "video", "tiny-slow3d on every second frame, half its FLOPs (a video "
+     "attacker candidate, not adopted)",
      lambda n, s: TinySlow3D(n, stride=2)),
     ("tiny-r2plus1d", "video", "4 factorised (2+1)D blocks, width 24, on the whole clip "
      "(unseen pa-synth video attacker)", lambda n, s: TinyR2Plus1D(n)),
