@@ -352,13 +352,13 @@ def test_v8_moves_the_data_the_scoring_and_the_attackers_and_nothing_else():
     attackers chosen by strength per FLOP (a video attacker kept) and the attackers' 24-epoch
     budget; the target's schedule, seeds and checks stay."""
     for pid in ("known", "cross-dataset", "novel", "raw-pretrained-attacker", "unseen-attackers"):
-        v6, v7 = get_protocol(f"{pid}@6"), NEXT[pid]
-        moved = {k for k, v in v7.model_dump().items() if v6.model_dump().get(k) != v}
+        v6, v8 = get_protocol(f"{pid}@6"), NEXT[pid]
+        moved = {k for k, v in v8.model_dump().items() if v6.model_dump().get(k) != v}
         assert moved <= {"version", "attackers", "description", "data_version", "scoring",
                          "attacker_schedule", "models_of"}, (pid, moved)
-        assert (get_protocol(f"{pid}@7").data_version, v7.data_version) == (3, 4)
-        assert v7.scoring == 2 and v7.models_of is None
-        assert v7.schedule == v6.schedule and v7.seeds == v6.seeds
-        assert v7.schedule_for("attributes").max_epochs == 24
-        assert any(_kind(m) == "video" for m in v7.attackers), pid
-        assert "linear-probe" in v7.attackers
+        assert (get_protocol(f"{pid}@7").data_version, v8.data_version) == (3, 4)
+        assert v8.scoring == 2 and v8.models_of is None
+        assert v8.schedule == v6.schedule and v8.seeds == v6.seeds
+        assert v8.schedule_for("attributes").max_epochs == 24
+        assert any(_kind(m) == "video" for m in v8.attackers), pid
+        assert "linear-probe" in v8.attackers
